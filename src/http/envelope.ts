@@ -1,0 +1,58 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { VERSION } from '../version.ts';
+import type { DetailItem, ErrorCode } from './errors.ts';
+
+export interface Meta {
+  request_id: string;
+  timestamp: string;
+  version: string;
+}
+
+export function meta(req: FastifyRequest): Meta {
+  return { request_id: req.id, timestamp: new Date().toISOString(), version: VERSION };
+}
+
+export function ok<T>(req: FastifyRequest, data: T) {
+  return { status: 'success' as const, data, error: null, meta: meta(req) };
+}
+
+export interface ErrorBody {
+  status: 'error';
+  data: null;
+  error: { code: ErrorCode; message: string; details: unknown; timestamp: string };
+  meta: Meta;
+  detail?: DetailItem[];
+}
+
+export function errorBody(
+  req: FastifyRequest,
+  code: ErrorCode,
+  message: string,
+  details: unknown = null,
+  detail?: DetailItem[],
+): ErrorBody {
+  const m = meta(req);
+  const body: ErrorBody = {
+    status: 'error',
+    data: null,
+    error: { code, message, details, timestamp: m.timestamp },
+    meta: m,
+  };
+  if (detail) body.detail = detail;
+  return body;
+}
+
+export function sendError(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  code: ErrorCode,
+  message: string,
+  details: unknown = null,
+  detail?: DetailItem[],
+): FastifyReply {
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send(errorBody(req, code, message, details, detail));
+}

@@ -1,0 +1,104 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import FindMyWay from 'find-my-way';
+import { sendError } from './envelope.ts';
+import { ApiError, type ErrorCode } from './errors.ts';
+import { codeFor, toDetail } from './validation.ts';
+
+const FRAMEWORK_CODES: Record<string, { status: number; code: ErrorCode; message: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: {
+    status: 413,
+    code: 'PAYLOAD_TOO_LARGE',
+    message: 'Request body is too large',
+  },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    message: 'Unsupported Content-Type; send application/json',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    status: 400,
+    code: 'VALIDATION_ERROR',
+    message: 'Content-Length does not match the body',
+  },
+};
+
+function jsonInvalid(req: FastifyRequest, reply: FastifyReply, msg: string) {
+  const detail = [{ loc: ['body'], msg, type: 'json_invalid', input: null, ctx: { error: msg } }];
+  return sendError(req, reply, 422, 'VALIDATION_ERROR', 'Request body is not valid JSON', detail, detail);
+}
+
+function validationFailed(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
+  const detail = toDetail(err.validation ?? [], err.validationContext ?? 'body', req);
+  const kind = req.routeOptions.config?.validation;
+  if (kind === 'config') {
+    return sendError(
+      req,
+      reply,
+      400,
+      'INVALID_CONFIGURATION',
+      'Invalid configuration values',
+      detail,
+      detail,
+    );
+  }
+  if (kind === 'proxy' && detail.some((d) => d.loc[0] === 'body' && d.loc[1] === 'url')) {
+    return sendError(req, reply, 400, 'INVALID_PROXY_FORMAT', 'Invalid proxy URL', detail, detail);
+  }
+  const code = codeFor(detail, kind === 'request');
+  return sendError(req, reply, 422, code, 'Request validation failed', detail, detail);
+}
+
+/**
+ * One place where every failure becomes the section 7 envelope. Unknown errors are logged with their
+ * stack and answered with a bare 500: nothing internal reaches the client.
+ */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof ApiError) {
+      if (err.headers) reply.headers(err.headers);
+      return sendError(req, reply, err.statusCode, err.code, err.message, err.details, err.detail);
+    }
+    if (err.validation) return validationFailed(err, req, reply);
+    if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return jsonInvalid(req, reply, 'Body is empty');
+    const mapped = err.code ? FRAMEWORK_CODES[err.code] : undefined;
+    if (mapped) return sendError(req, reply, mapped.status, mapped.code, mapped.message);
+    if (err.statusCode === 429) {
+      return sendError(req, reply, 429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded', null);
+    }
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      req.log.info({ code: err.code }, 'client error');
+      return sendError(req, reply, err.statusCode, 'VALIDATION_ERROR', 'Bad request');
+    }
+    req.log.error({ err }, 'unhandled error');
+    return sendError(req, reply, 500, 'INTERNAL_ERROR', 'Internal server error');
+  });
+
+  // Fastify answers 404 for a known path with another method; find it so that we can say 405 instead.
+  const known = FindMyWay({ ignoreTrailingSlash: true });
+  const methodsByRoute = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    if (route.url.includes('*')) return; // CORS preflight catch-all: every path "has" OPTIONS
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const set = methodsByRoute.get(route.url) ?? new Set<string>();
+    for (const m of methods) {
+      if (set.has(m)) continue;
+      set.add(m);
+      known.on(m as 'GET', route.url, () => {});
+    }
+    methodsByRoute.set(route.url, set);
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0] ?? '/';
+    const allowed = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'].filter(
+      (m) => m !== req.method && known.find(m as 'GET', path) !== null,
+    );
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(req, reply, 405, 'METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed here`, {
+        allowed,
+      });
+    }
+    return sendError(req, reply, 404, 'NOT_FOUND', 'Route not found');
+  });
+}

@@ -1,0 +1,42 @@
+import type { FastifyInstance } from 'fastify';
+import sjson from 'secure-json-parse';
+import { ApiError } from './errors.ts';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function invalid(msg: string): ApiError {
+  const detail = [{ loc: ['body'], msg, type: 'json_invalid', input: null, ctx: { error: msg } }];
+  return new ApiError('VALIDATION_ERROR', 'Request body is not valid JSON', {
+    status: 422,
+    details: detail,
+    detail,
+  });
+}
+
+/**
+ * JSON bodies must be UTF-8 (RFC 8259): a lenient decoder would turn bad bytes into U+FFFD and store
+ * them. `__proto__` and `constructor.prototype` keys are refused so that no body can poison a prototype.
+ */
+export function registerJsonParser(app: FastifyInstance, bodyLimit: number): void {
+  // Only JSON is accepted: anything else is a 415, never a string handed to a schema.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit }, (_req, body, done) => {
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      done(invalid('Body is not valid UTF-8'), undefined);
+      return;
+    }
+    if (text.trim() === '') {
+      done(invalid('Body is empty'), undefined);
+      return;
+    }
+    try {
+      done(null, sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
+    } catch (e) {
+      const msg = e instanceof SyntaxError ? e.message : 'Forbidden key in JSON body';
+      done(invalid(msg), undefined);
+    }
+  });
+}

@@ -1,0 +1,102 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
+import { poolHealth, summarize } from '../../pool/summary.ts';
+import type { Services } from '../../services.ts';
+import { VERSION } from '../../version.ts';
+import { Nullable } from '../schemas/common.ts';
+
+const TAG = ['monitoring'];
+
+const HealthSchema = Type.Object({
+  status: Type.Enum(['healthy', 'degraded', 'unhealthy']),
+  uptime_seconds: Type.Number(),
+  version: Type.String(),
+  timestamp: Type.String({ format: 'date-time' }),
+});
+
+const ReadySchema = Type.Object({
+  ready: Type.Boolean(),
+  checks: Type.Object({ proxy_pool_initialized: Type.Boolean(), storage_connected: Type.Boolean() }),
+});
+
+const StatusSchema = Type.Object({
+  pool_stats: Type.Object({
+    total: Type.Integer(),
+    active: Type.Integer(),
+    failed: Type.Integer(),
+    healthy_percentage: Type.Number(),
+    last_rotation: Nullable(Type.String({ format: 'date-time' })),
+  }),
+  rotation_strategy: Type.String(),
+  storage_backend: Type.String(),
+  config_source: Type.String(),
+});
+
+export function monitoringRoutes(services: Services, lastRotation: () => number | null): FastifyPluginAsync {
+  return async (app) => {
+    app.get(
+      '/health',
+      {
+        schema: {
+          tags: TAG,
+          summary: 'Liveness and pool health (503 when every proxy is failing)',
+          response: { 200: HealthSchema, 503: HealthSchema },
+        },
+      },
+      async (_req, reply) => {
+        const status = poolHealth(summarize(services.pool));
+        reply.code(status === 'unhealthy' ? 503 : 200);
+        return {
+          status,
+          uptime_seconds: Math.round((services.clock.now() - services.startedAt) / 10) / 100,
+          version: VERSION,
+          timestamp: new Date(services.clock.now()).toISOString(),
+        };
+      },
+    );
+
+    app.get(
+      '/ready',
+      {
+        schema: {
+          tags: TAG,
+          summary: 'Readiness: storage open and pool loaded',
+          response: { 200: ReadySchema, 503: ReadySchema },
+        },
+      },
+      async (_req, reply) => {
+        const checks = {
+          proxy_pool_initialized: services.ready,
+          storage_connected: services.store.connected,
+        };
+        const ready = checks.proxy_pool_initialized && checks.storage_connected;
+        reply.code(ready ? 200 : 503);
+        return { ready, checks };
+      },
+    );
+
+    app.get(
+      '/status',
+      {
+        schema: { tags: TAG, summary: 'Pool status', response: { 200: StatusSchema } },
+      },
+      async () => {
+        const s = summarize(services.pool);
+        const last = lastRotation();
+        return {
+          pool_stats: {
+            total: s.total,
+            active: s.active,
+            failed: s.failing,
+            healthy_percentage:
+              s.total === 0 ? 0 : Math.round(((s.total - s.failing) / s.total) * 10000) / 100,
+            last_rotation: last === null ? null : new Date(last).toISOString(),
+          },
+          rotation_strategy: services.settings.get().rotation_strategy,
+          storage_backend: services.store.backend,
+          config_source: services.settings.source,
+        };
+      },
+    );
+  };
+}

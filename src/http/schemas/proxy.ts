@@ -1,0 +1,68 @@
+import { type Static, Type } from 'typebox';
+import { HEALTH_VALUES, PROTOCOLS, STATUS_FILTERS, STATUS_VALUES } from '../../pool/types.ts';
+import { Nullable } from './common.ts';
+
+export const ProxyStatsSchema = Type.Object({
+  total_requests: Type.Integer(),
+  successful_requests: Type.Integer(),
+  failed_requests: Type.Integer(),
+  avg_latency_ms: Type.Number(),
+});
+
+export const ProxySchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    url: Type.String({ description: 'scheme://host:port; credentials are never shown' }),
+    protocol: Type.Enum([...PROTOCOLS]),
+    status: Type.Enum([...STATUS_VALUES]),
+    health: Type.Enum([...HEALTH_VALUES]),
+    weight: Type.Number(),
+    country: Nullable(Type.String()),
+    tags: Type.Array(Type.String()),
+    has_credentials: Type.Boolean(),
+    stats: ProxyStatsSchema,
+    created_at: Type.String({ format: 'date-time' }),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'Proxy' },
+);
+
+export const AddProxyBody = Type.Object(
+  {
+    url: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: 'e.g. http://host:3128 or socks5://user:pass@host:1080',
+    }),
+    username: Type.Optional(Type.String({ maxLength: 256 })),
+    password: Type.Optional(Type.String({ maxLength: 256, format: 'password' })),
+    weight: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, default: 1 })),
+    country: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2' })),
+    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 })),
+  },
+  { additionalProperties: false },
+);
+export type AddProxyBodyT = Static<typeof AddProxyBody>;
+
+export const ListQuery = Type.Object({
+  page: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1 }),
+  page_size: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
+  status_filter: Type.Optional(Type.Enum([...STATUS_FILTERS])),
+});
+export type ListQueryT = Static<typeof ListQuery>;
+
+export const ExportQuery = Type.Object({
+  status_filter: Type.Optional(Type.Enum([...STATUS_FILTERS])),
+});
+
+export const ProxyPage = Type.Object({
+  items: Type.Array(ProxySchema),
+  total: Type.Integer(),
+  page: Type.Integer(),
+  page_size: Type.Integer(),
+  has_next: Type.Boolean(),
+  has_prev: Type.Boolean(),
+});
+
+export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
+export const ProxyIdParams = Type.Object({ proxy_id: Type.String({ maxLength: 64 }) });

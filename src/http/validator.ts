@@ -1,0 +1,19 @@
+import { Ajv, type Options } from 'ajv';
+import * as formats from 'ajv-formats';
+import type { FastifyInstance } from 'fastify';
+
+type FormatsPlugin = (ajv: Ajv) => Ajv;
+const addFormats = ((formats as unknown as { default: { default?: FormatsPlugin } }).default.default ??
+  (formats as unknown as { default: FormatsPlugin }).default) as FormatsPlugin;
+
+const BASE: Options = { removeAdditional: false, allErrors: true, useDefaults: true, strict: false };
+
+/**
+ * Two validators: bodies are JSON and must have the right types ("5" is not a timeout); query strings and
+ * path parameters are text by nature and are coerced.
+ */
+export function registerValidators(app: FastifyInstance): void {
+  const body = addFormats(new Ajv({ ...BASE, coerceTypes: false }));
+  const text = addFormats(new Ajv({ ...BASE, coerceTypes: 'array' }));
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? body : text).compile(schema));
+}

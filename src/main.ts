@@ -1,0 +1,82 @@
+import pino from 'pino';
+import { buildApp } from './app.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
+import { createServices } from './services.ts';
+
+function loadOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      for (const p of e.problems) process.stderr.write(`CONFIGURATION_ERROR ${p}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+}
+
+export function createLogger(level: string) {
+  return pino({
+    level,
+    base: { service: 'rota' },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers["x-api-key"]',
+        'req.headers.cookie',
+        'req.headers["proxy-authorization"]',
+        '*.password',
+        '*.api_key',
+        '*.token',
+      ],
+      censor: '[REDACTED]',
+    },
+  });
+}
+
+async function main(): Promise<void> {
+  const config = loadOrExit();
+  const logger = createLogger(config.logLevel);
+  const services = await createServices(config, logger);
+  const app = await buildApp(services, config);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    // Refuse new work, let in-flight requests finish, then close storage (flushes SQLite).
+    const force = setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, 15_000);
+    force.unref();
+    try {
+      await app.close();
+      await services.close();
+    } finally {
+      logger.flush();
+      process.exit(0);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+
+  await app.listen({ host: config.host, port: config.port });
+  if (!config.requireAuth && !isLoopback(config.host)) {
+    logger.warn(
+      { host: config.host },
+      'authentication is off on a non-loopback address: Rota is an open relay',
+    );
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import { ApiError } from '../http/errors.ts';
+import type { ProxyStore } from '../store/types.ts';
+import { parseProxyUrl } from './proxy-url.ts';
+import {
+  type Health,
+  identityKey,
+  type ProxyRecord,
+  type ProxyStatus,
+  publicUrl,
+  type StatusFilter,
+} from './types.ts';
+
+export interface ProxyStats {
+  total: number;
+  success: number;
+  failed: number;
+  latencySumMs: number;
+}
+
+/** A pool member: the persisted record plus state that lives only in this process. */
+export interface ProxyEntry {
+  readonly record: ProxyRecord;
+  readonly url: string;
+  health: Health;
+  consecutiveFailures: number;
+  inFlight: number;
+  readonly stats: ProxyStats;
+}
+
+export interface AddProxyInput {
+  url: string;
+  username?: string | undefined;
+  password?: string | undefined;
+  weight?: number | undefined;
+  country?: string | undefined;
+  tags?: string[] | undefined;
+}
+
+export interface PoolListener {
+  added?(entry: ProxyEntry): void;
+  removed?(entry: ProxyEntry): void;
+}
+
+type Clock = () => number;
+
+/**
+ * The in-memory pool. The store is the durable copy; the pool is the one every read and every selection
+ * uses, so that rotation never waits on I/O. Writes go to the store first and reach the pool only once
+ * acknowledged, so an answer of 201 or 204 always means the change is durable.
+ */
+export class Pool {
+  private readonly byId = new Map<string, ProxyEntry>();
+  private readonly byIdentity = new Map<string, string>();
+  private readonly pending = new Set<string>();
+  private ordered: ProxyEntry[] = [];
+  private readonly listeners: PoolListener[] = [];
+  private statusOf: (id: string) => ProxyStatus = () => 'active';
+  private readonly store: ProxyStore;
+  private readonly now: Clock;
+
+  constructor(store: ProxyStore, now: Clock) {
+    this.store = store;
+    this.now = now;
+  }
+
+  /** Loads every stored proxy, in creation order. */
+  async load(): Promise<void> {
+    for await (const record of this.store.loadAll()) this.insertEntry(record);
+  }
+
+  listen(listener: PoolListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** The breaker decides `status`; the pool only asks. */
+  setStatusResolver(fn: (id: string) => ProxyStatus): void {
+    this.statusOf = fn;
+  }
+
+  status(id: string): ProxyStatus {
+    return this.statusOf(id);
+  }
+
+  get size(): number {
+    return this.ordered.length;
+  }
+
+  get(id: string): ProxyEntry | undefined {
+    return this.byId.get(id);
+  }
+
+  /** Every member in creation order. The array is shared: callers must not mutate it. */
+  all(): readonly ProxyEntry[] {
+    return this.ordered;
+  }
+
+  async add(input: AddProxyInput): Promise<ProxyEntry> {
+    const record = this.buildRecord(input);
+    const key = identityKey(record);
+    if (this.byIdentity.has(key) || this.pending.has(key)) {
+      throw new ApiError('PROXY_ALREADY_EXISTS', `A proxy with URL ${publicUrl(record)} already exists`, {
+        details: { url: publicUrl(record) },
+      });
+    }
+    this.pending.add(key);
+    try {
+      await this.store.insert(record);
+    } finally {
+      this.pending.delete(key);
+    }
+    const entry = this.insertEntry(record);
+    for (const l of this.listeners) l.added?.(entry);
+    return entry;
+  }
+
+  async remove(id: string): Promise<boolean> {
+    const entry = this.byId.get(id);
+    if (!entry) return false;
+    await this.store.remove(id);
+    // A concurrent remove may have won while we awaited the store.
+    if (!this.byId.delete(id)) return false;
+    this.byIdentity.delete(identityKey(entry.record));
+    const idx = this.ordered.indexOf(entry);
+    if (idx !== -1) this.ordered.splice(idx, 1);
+    for (const l of this.listeners) l.removed?.(entry);
+    return true;
+  }
+
+  matches(entry: ProxyEntry, filter: StatusFilter | undefined): boolean {
+    switch (filter) {
+      case undefined:
+        return true;
+      case 'active':
+      case 'degraded':
+      case 'failed':
+        return this.statusOf(entry.record.id) === filter;
+      case 'unhealthy':
+        return entry.health === 'degraded' || entry.health === 'unhealthy' || entry.health === 'dead';
+      default:
+        return entry.health === filter;
+    }
+  }
+
+  page(page: number, pageSize: number, filter?: StatusFilter): { items: ProxyEntry[]; total: number } {
+    const start = (page - 1) * pageSize;
+    if (filter === undefined) {
+      return { items: this.ordered.slice(start, start + pageSize), total: this.ordered.length };
+    }
+    const items: ProxyEntry[] = [];
+    let total = 0;
+    for (const e of this.ordered) {
+      if (!this.matches(e, filter)) continue;
+      if (total >= start && items.length < pageSize) items.push(e);
+      total++;
+    }
+    return { items, total };
+  }
+
+  /** Yields a stable snapshot in creation order; members removed meanwhile are skipped. */
+  *iterate(filter?: StatusFilter): Generator<ProxyEntry> {
+    const snapshot = this.ordered.slice();
+    for (const e of snapshot) {
+      if (this.byId.get(e.record.id) === e && this.matches(e, filter)) yield e;
+    }
+  }
+
+  private buildRecord(input: AddProxyInput): ProxyRecord {
+    const parsed = parseProxyUrl(input.url);
+    if (!parsed.ok) {
+      throw new ApiError('INVALID_PROXY_FORMAT', `Invalid proxy URL: ${parsed.reason}`, {
+        details: { reason: parsed.reason },
+        detail: [{ loc: ['body', 'url'], msg: parsed.reason, type: 'value_error', input: '***', ctx: {} }],
+      });
+    }
+    const p = parsed.value;
+    if ((input.username !== undefined || input.password !== undefined) && (p.username || p.password)) {
+      const reason = 'credentials given both in the URL and as fields';
+      throw new ApiError('INVALID_PROXY_FORMAT', `Invalid proxy URL: ${reason}`, {
+        details: { reason },
+        detail: [{ loc: ['body', 'url'], msg: reason, type: 'value_error', input: '***', ctx: {} }],
+      });
+    }
+    const now = this.now();
+    return {
+      id: randomUUID(),
+      protocol: p.protocol,
+      host: p.host,
+      port: p.port,
+      username: input.username || p.username,
+      password: input.password || p.password,
+      weight: input.weight ?? 1,
+      country: input.country ? input.country.toUpperCase() : null,
+      tags: input.tags ?? [],
+      createdAt: now,
+      updatedAt: now,
+    };
+  }
+
+  private insertEntry(record: ProxyRecord): ProxyEntry {
+    const entry: ProxyEntry = {
+      record,
+      url: publicUrl(record),
+      health: 'unknown',
+      consecutiveFailures: 0,
+      inFlight: 0,
+      stats: { total: 0, success: 0, failed: 0, latencySumMs: 0 },
+    };
+    this.byId.set(record.id, entry);
+    this.byIdentity.set(identityKey(record), record.id);
+    this.ordered.push(entry);
+    return entry;
+  }
+}

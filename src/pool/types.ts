@@ -1,0 +1,45 @@
+export const PROTOCOLS = ['http', 'https', 'socks4', 'socks4a', 'socks5', 'socks5h'] as const;
+export type Protocol = (typeof PROTOCOLS)[number];
+
+export const HEALTH_VALUES = ['unknown', 'healthy', 'degraded', 'unhealthy', 'dead'] as const;
+export type Health = (typeof HEALTH_VALUES)[number];
+
+export const STATUS_VALUES = ['active', 'degraded', 'failed'] as const;
+export type ProxyStatus = (typeof STATUS_VALUES)[number];
+
+export const STATUS_FILTERS = [
+  'active',
+  'degraded',
+  'failed',
+  'healthy',
+  'unhealthy',
+  'unknown',
+  'dead',
+] as const;
+export type StatusFilter = (typeof STATUS_FILTERS)[number];
+
+/** What is persisted about a proxy. Credentials live here and nowhere that reaches a client. */
+export interface ProxyRecord {
+  readonly id: string;
+  readonly protocol: Protocol;
+  readonly host: string; // lower case; IPv6 without brackets
+  readonly port: number;
+  readonly username: string | null;
+  readonly password: string | null;
+  readonly weight: number;
+  readonly country: string | null;
+  readonly tags: readonly string[];
+  readonly createdAt: number; // epoch ms
+  readonly updatedAt: number; // epoch ms
+}
+
+/** `scheme://host:port`, the only form of a proxy address that is ever shown. */
+export function publicUrl(r: Pick<ProxyRecord, 'protocol' | 'host' | 'port'>): string {
+  const host = r.host.includes(':') ? `[${r.host}]` : r.host;
+  return `${r.protocol}://${host}:${r.port}`;
+}
+
+/** The identity behind 409: normalised URL plus username. */
+export function identityKey(r: Pick<ProxyRecord, 'protocol' | 'host' | 'port' | 'username'>): string {
+  return `${publicUrl(r)}\u0000${r.username ?? ''}`;
+}

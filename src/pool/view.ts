@@ -1,0 +1,30 @@
+import type { Pool, ProxyEntry } from './pool.ts';
+
+/** The public shape of a proxy (spec 2.2 plus DECISIONS extras). Never includes credentials. */
+export function proxyView(pool: Pool, e: ProxyEntry) {
+  const r = e.record;
+  const s = e.stats;
+  return {
+    id: r.id,
+    url: e.url,
+    protocol: r.protocol,
+    status: pool.status(r.id),
+    health: e.health,
+    weight: r.weight,
+    country: r.country,
+    tags: [...r.tags],
+    has_credentials: r.username !== null || r.password !== null,
+    stats: {
+      total_requests: s.total,
+      successful_requests: s.success,
+      failed_requests: s.failed,
+      avg_latency_ms: s.success + s.failed === 0 ? 0 : round2(s.latencySumMs / (s.success + s.failed)),
+    },
+    created_at: new Date(r.createdAt).toISOString(),
+    updated_at: new Date(r.updatedAt).toISOString(),
+  };
+}
+
+function round2(n: number): number {
+  return Math.round(n * 100) / 100;
+}

@@ -1,0 +1,60 @@
+import { identityKey, type ProxyRecord } from '../pool/types.ts';
+import { DuplicateProxyError, type ProxyStore } from './types.ts';
+
+/** Keeps everything in this process: the default, and what tests use. */
+export class MemoryStore implements ProxyStore {
+  readonly backend = 'memory' as const;
+  private readonly records = new Map<string, ProxyRecord>();
+  private readonly identities = new Set<string>();
+  private readonly settings = new Map<string, string>();
+  private isOpen = false;
+
+  get connected(): boolean {
+    return this.isOpen;
+  }
+
+  async open(): Promise<void> {
+    this.isOpen = true;
+  }
+
+  async *loadAll(): AsyncIterable<ProxyRecord> {
+    for (const r of [...this.records.values()]) yield r;
+  }
+
+  async get(id: string): Promise<ProxyRecord | null> {
+    return this.records.get(id) ?? null;
+  }
+
+  async count(): Promise<number> {
+    return this.records.size;
+  }
+
+  async insert(record: ProxyRecord): Promise<void> {
+    const key = identityKey(record);
+    if (this.identities.has(key) || this.records.has(record.id)) throw new DuplicateProxyError();
+    this.identities.add(key);
+    this.records.set(record.id, structuredClone(record));
+  }
+
+  async remove(id: string): Promise<boolean> {
+    const r = this.records.get(id);
+    if (!r) return false;
+    this.records.delete(id);
+    this.identities.delete(identityKey(r));
+    return true;
+  }
+
+  // Settings are kept as JSON text so that callers get a copy, exactly as from a database.
+  async getSetting(key: string): Promise<unknown> {
+    const v = this.settings.get(key);
+    return v === undefined ? null : JSON.parse(v);
+  }
+
+  async putSetting(key: string, value: unknown): Promise<void> {
+    this.settings.set(key, JSON.stringify(value));
+  }
+
+  async close(): Promise<void> {
+    this.isOpen = false;
+  }
+}

@@ -1,0 +1,32 @@
+import type { ProxyRecord } from '../pool/types.ts';
+
+export type StorageBackend = 'memory' | 'sqlite' | 'postgres';
+
+/**
+ * Durable home of the pool and of runtime settings. Every implementation passes `contract.test.ts`.
+ * Methods resolve only once the write is durable for that backend.
+ */
+export interface ProxyStore {
+  readonly backend: StorageBackend;
+  /** True once open() succeeded and until close(). */
+  readonly connected: boolean;
+  open(): Promise<void>;
+  /** Every record in creation order. */
+  loadAll(): AsyncIterable<ProxyRecord>;
+  get(id: string): Promise<ProxyRecord | null>;
+  count(): Promise<number>;
+  /** Rejects with DuplicateProxyError when the identity (URL + username) is taken. */
+  insert(record: ProxyRecord): Promise<void>;
+  /** Resolves false when no such id. */
+  remove(id: string): Promise<boolean>;
+  getSetting(key: string): Promise<unknown>;
+  putSetting(key: string, value: unknown): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class DuplicateProxyError extends Error {
+  readonly code = 'PROXY_ALREADY_EXISTS';
+  constructor() {
+    super('a proxy with the same URL and username already exists');
+  }
+}
