@@ -1,0 +1,48 @@
+import type { StrategyName } from '../config.ts';
+import type { ProxyEntry } from '../pool/pool.ts';
+
+/** What a caller asks of one selection. */
+export interface SelectionRequest {
+  /** Proxies already tried by this call: never chosen again while another is eligible. */
+  readonly exclude?: ReadonlySet<string>;
+  /** session-persistence: the sticky key. */
+  readonly sessionId?: string | undefined;
+  /** geo-targeted: ISO 3166 alpha-2, upper case. */
+  readonly country?: string | undefined;
+}
+
+/** The outcome of an attempt through a proxy, as strategies learn from it. */
+export interface AttemptOutcome {
+  readonly ok: boolean;
+  readonly latencyMs: number;
+  /** true when the failure was the proxy's fault (DECISIONS "Proxies"). */
+  readonly proxyFault: boolean;
+}
+
+/**
+ * The view of the pool a strategy selects from. `members` is in creation order and shared (do not
+ * mutate). `eligible(e)` says whether a member may be chosen now (breaker admits it and it is not
+ * excluded); it is cheap but not free, so strategies call it only on the members they consider.
+ */
+export interface Candidates {
+  readonly members: readonly ProxyEntry[];
+  eligible(e: ProxyEntry): boolean;
+}
+
+/**
+ * One rotation strategy. Implementations live one per file in this folder and all pass
+ * `contract.test.ts`. Selection must not mutate the pool; it may keep its own state (cursor, pins,
+ * latency estimates). Round-robin, random and least-used must select in better than O(n) per call
+ * when most members are eligible.
+ */
+export interface Strategy {
+  readonly name: StrategyName;
+  select(c: Candidates, req: SelectionRequest): ProxyEntry | null;
+  /** Called after every real attempt (not after GET rotate). */
+  record?(e: ProxyEntry, outcome: AttemptOutcome): void;
+  /** Called when in-flight count of a member changes (least-used keeps an index on it). */
+  inFlightChanged?(e: ProxyEntry): void;
+  /** Pool membership changes, so that indexes and pins stay right. */
+  added?(e: ProxyEntry): void;
+  removed?(e: ProxyEntry): void;
+}
