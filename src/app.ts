@@ -1,12 +1,19 @@
 import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
+import { registerAuthCheck, registerAuthGate } from './http/auth.ts';
 import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { genReqId, registerHooks } from './http/hooks.ts';
 import { registerJsonParser } from './http/json-parser.ts';
+import { registerRateLimit } from './http/rate-limit.ts';
+import { breakerRoutes } from './http/routes/breakers.ts';
+import { configRoutes } from './http/routes/config.ts';
+import { healthCheckRoutes } from './http/routes/health-check.ts';
+import { apiMetricsRoutes, rootMetricsRoutes } from './http/routes/metrics.ts';
 import { monitoringRoutes } from './http/routes/monitoring.ts';
 import { proxyRoutes } from './http/routes/proxies.ts';
+import { requestRoutes } from './http/routes/request.ts';
 import { registerValidators } from './http/validator.ts';
 import type { Services } from './services.ts';
 
@@ -18,7 +25,7 @@ export const API_PREFIX = '/api/v1';
  */
 export function rewriteUrl(url: string): string {
   if (!url.startsWith('/api')) return url;
-  const m = /^\/api(?:\/v1)?(\/metrics(?:[/?].*)?)$/.exec(url);
+  const m = /^\/api(?:\/v1)?(\/metrics(?:\?.*)?)$/.exec(url);
   if (m) return m[1]!;
   if (url === '/api' || url.startsWith('/api/') || url.startsWith('/api?')) {
     if (url.startsWith('/api/v1/') || url === '/api/v1' || url.startsWith('/api/v1?')) return url;
@@ -47,7 +54,15 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
   registerErrorHandling(app);
   registerValidators(app);
   registerJsonParser(app, config.maxBodyBytes);
-  registerHooks(app, services.clientIp, services.audit);
+  registerHooks(app, services.clientIp, services.audit, services.prom);
+  // Order matters: know whether the key is valid, then count (by key or by IP), then refuse.
+  registerAuthCheck(app, config);
+  await registerRateLimit(app, {
+    config,
+    settings: services.settings,
+    onRejected: (ep) => services.prom.rateLimited(ep),
+  });
+  registerAuthGate(app, config, services.audit);
 
   await app.register(cors, {
     origin: (origin, cb) => {
@@ -72,10 +87,16 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
   await app.register(
     async (api) => {
       await api.register(proxyRoutes(services));
-      await api.register(monitoringRoutes(services, () => null));
+      await api.register(healthCheckRoutes(services));
+      await api.register(monitoringRoutes(services, () => services.selector.lastRotation));
+      await api.register(requestRoutes(services));
+      await api.register(configRoutes(services, services.retry));
+      await api.register(breakerRoutes(services));
+      await api.register(apiMetricsRoutes(services));
     },
     { prefix: API_PREFIX },
   );
+  await app.register(rootMetricsRoutes(services));
 
   return app;
 }

@@ -2,6 +2,7 @@ import { Buffer } from 'node:buffer';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { parseRate, type Rate } from './lib/rate.ts';
+import { validateAllowList } from './ssrf/allow.ts';
 
 export const STRATEGIES = [
   'round-robin',
@@ -35,6 +36,7 @@ export interface Config {
     readonly addProxy: Rate;
     readonly config: Rate;
     readonly reset: Rate;
+    readonly healthCheck: Rate;
   };
   readonly auditLog: boolean;
   readonly trustedProxies: readonly string[];
@@ -174,6 +176,12 @@ function parseUrlVar(r: Reader, name: string, def: string): string {
   return v;
 }
 
+function parseSsrfAllow(r: Reader): string[] {
+  const list = r.list('ROTA_SSRF_ALLOW');
+  for (const p of validateAllowList(list)) r.problems.push(`ROTA_SSRF_ALLOW: ${p}`);
+  return list;
+}
+
 function parseStrategy(r: Reader): StrategyName {
   const v = r.str('ROTA_STRATEGY', 'round-robin');
   if ((STRATEGIES as readonly string[]).includes(v)) return v as StrategyName;
@@ -220,11 +228,13 @@ export function loadConfig(env: Env = process.env): Config {
       addProxy: r.rate('ROTA_RATE_LIMIT_ADD_PROXY', { limit: 10, windowMs: 60_000 }),
       config: r.rate('ROTA_RATE_LIMIT_CONFIG', { limit: 5, windowMs: 60_000 }),
       reset: r.rate('ROTA_RATE_LIMIT_RESET', { limit: 10, windowMs: 60_000 }),
+      // Each health check fans out to the whole pool: an amplifier, so it gets a tight limit.
+      healthCheck: r.rate('ROTA_RATE_LIMIT_HEALTH_CHECK', { limit: 10, windowMs: 60_000 }),
     },
     auditLog: r.bool('ROTA_AUDIT_LOG', true),
     trustedProxies: parseCidrs(r, 'ROTA_TRUSTED_PROXIES'),
     clientIpHeader: r.str('ROTA_CLIENT_IP_HEADER', 'X-Forwarded-For').toLowerCase(),
-    ssrfAllow: r.list('ROTA_SSRF_ALLOW'),
+    ssrfAllow: parseSsrfAllow(r),
     healthCheckUrl: parseUrlVar(r, 'ROTA_HEALTH_CHECK_URL', 'http://www.gstatic.com/generate_204'),
     healthCheckConcurrency: r.int('ROTA_HEALTH_CHECK_CONCURRENCY', 50, 1, 10_000),
     healthCheckIntervalS: r.int('ROTA_HEALTH_CHECK_INTERVAL_S', 0, 0, 86_400),

@@ -1,11 +1,25 @@
 import type { Logger } from 'pino';
 import { AuditLog } from './audit/audit.ts';
+import { BreakerRegistry } from './breaker/registry.ts';
+import type { BreakerStateName } from './breaker/types.ts';
 import type { Config } from './config.ts';
 import { RuntimeSettings } from './control/settings.ts';
+import { HealthChecker } from './health/checker.ts';
 import { ClientIpResolver } from './http/client-ip.ts';
-import { Pool } from './pool/pool.ts';
+import type { CallRecord } from './metrics/calls.ts';
+import { PromMetrics } from './metrics/prometheus.ts';
+import { RetryMetrics } from './metrics/retry.ts';
+import { StatsAggregator } from './metrics/stats.ts';
+import { Executor } from './outbound/executor.ts';
+import { RetryPolicyHolder } from './outbound/retry-policy.ts';
+import { Selector } from './outbound/selector.ts';
+import { Pool, type ProxyEntry } from './pool/pool.ts';
+import type { ProxyStatus } from './pool/types.ts';
+import { SsrfGuard } from './ssrf/guard.ts';
 import { openStore } from './store/open.ts';
 import type { ProxyStore } from './store/types.ts';
+import { DispatcherCache } from './upstream/dispatchers.ts';
+import type { UpstreamTlsOptions } from './upstream/types.ts';
 
 export interface Clock {
   /** Wall clock, epoch ms: timestamps shown to people. */
@@ -27,6 +41,16 @@ export interface Services {
   readonly store: ProxyStore;
   readonly pool: Pool;
   readonly settings: RuntimeSettings;
+  readonly retry: RetryPolicyHolder;
+  readonly breakers: BreakerRegistry;
+  readonly dispatchers: DispatcherCache;
+  readonly selector: Selector;
+  readonly executor: Executor;
+  readonly ssrf: SsrfGuard;
+  readonly health: HealthChecker;
+  readonly stats: StatsAggregator;
+  readonly retryMetrics: RetryMetrics;
+  readonly prom: PromMetrics;
   readonly audit: AuditLog;
   readonly clientIp: ClientIpResolver;
   readonly startedAt: number;
@@ -39,6 +63,47 @@ export interface ServiceOverrides {
   clock?: Clock;
   random?: () => number;
   store?: ProxyStore;
+  /** Trust for upstream TLS (tests use self-signed proxies and targets). */
+  upstreamTls?: UpstreamTlsOptions;
+  /** Process metrics on /metrics; tests building many apps turn them off. */
+  processMetrics?: boolean;
+}
+
+const STATUS_OF: Record<BreakerStateName, ProxyStatus> = {
+  closed: 'active',
+  'half-open': 'degraded',
+  open: 'failed',
+};
+
+function buildMetrics(
+  config: Config,
+  clock: Clock,
+  pool: Pool,
+  breakers: BreakerRegistry,
+  processMetrics: boolean,
+) {
+  const proxyExists = (id: string) => pool.get(id) !== undefined;
+  const retentionMs = config.metricsRetentionHours * 3_600_000;
+  return {
+    stats: new StatsAggregator({ now: clock.monotonic, proxyExists }),
+    retryMetrics: new RetryMetrics({
+      now: clock.now,
+      retentionHours: config.metricsRetentionHours,
+      breakerEventsCount: () => breakers.events(clock.now() - retentionMs).length,
+      proxyExists,
+    }),
+    prom: new PromMetrics({
+      poolCounts: () => {
+        let healthy = 0;
+        for (const e of pool.all()) if (e.health === 'healthy') healthy++;
+        return { total: pool.size, healthy };
+      },
+      breakerStates: () =>
+        pool.all().map((e) => ({ proxyId: e.record.id, state: breakers.state(e.record.id) })),
+      proxyExists,
+      defaultMetrics: processMetrics,
+    }),
+  };
 }
 
 /** The composition root: builds every service from the config. The only place that wires I/O. */
@@ -48,29 +113,102 @@ export async function createServices(
   o: ServiceOverrides = {},
 ): Promise<Services> {
   const clock = o.clock ?? systemClock;
+  const random = o.random ?? Math.random;
   const store = o.store ?? openStore(config, logger);
   const pool = new Pool(store, clock.now);
   const settings = new RuntimeSettings(config, store);
+  const retry = new RetryPolicyHolder(store, config.maxRetries);
+  const breakers = new BreakerRegistry({
+    settings: config.breaker,
+    now: clock.now,
+    retentionMs: config.metricsRetentionHours * 3_600_000,
+  });
+  pool.setStatusResolver((id) => STATUS_OF[breakers.state(id)]);
+  const dispatchers = new DispatcherCache({
+    connectTimeoutMs: config.connectTimeoutS * 1000,
+    ...(o.upstreamTls ? { tls: o.upstreamTls } : {}),
+  });
+  const selector = new Selector(pool, breakers, settings, { random, now: clock.now });
+  const { stats, retryMetrics, prom } = buildMetrics(config, clock, pool, breakers, o.processMetrics ?? true);
+  const onCall = (call: CallRecord) => {
+    stats.recordCall(call);
+    retryMetrics.recordCall(call);
+    prom.recordCall(call);
+  };
+  breakers.onTransition((e) => {
+    if (e.to_state === 'open') retryMetrics.recordBreakerOpen(e.proxy_id);
+  });
+  const executor = new Executor({
+    selector,
+    breakers,
+    dispatchers,
+    retry,
+    onCall,
+    random,
+    monotonic: clock.monotonic,
+    now: clock.now,
+    maxResponseBytes: config.maxResponseBytes,
+  });
+  const health = new HealthChecker({
+    pool,
+    breakers,
+    selector,
+    dispatchers,
+    url: config.healthCheckUrl,
+    concurrency: config.healthCheckConcurrency,
+    timeoutMs: Math.min(config.timeoutS, 10) * 1000,
+    monotonic: clock.monotonic,
+    now: clock.now,
+  });
+  pool.listen({
+    added: (e: ProxyEntry) => {
+      breakers.add(e.record.id);
+      selector.added(e);
+    },
+    removed: (e: ProxyEntry) => {
+      const id = e.record.id;
+      selector.removed(e);
+      breakers.remove(id);
+      void dispatchers.close(id);
+      stats.removeProxy(id);
+      retryMetrics.removeProxy(id);
+      prom.removeProxy(id);
+    },
+  });
   const services: Services = {
     config,
     logger,
     clock,
-    random: o.random ?? Math.random,
+    random,
     store,
     pool,
     settings,
+    retry,
+    breakers,
+    dispatchers,
+    selector,
+    executor,
+    ssrf: new SsrfGuard({ allow: config.ssrfAllow }),
+    health,
+    stats,
+    retryMetrics,
+    prom,
     audit: new AuditLog(logger, config.auditLog),
     clientIp: new ClientIpResolver(config.trustedProxies, config.clientIpHeader),
     startedAt: clock.now(),
     ready: false,
     async close() {
       services.ready = false;
+      await health.stop();
+      await dispatchers.closeAll();
       await store.close();
     },
   };
   await store.open();
   await settings.load();
+  if (await retry.load()) settings.markStored();
   await pool.load();
+  health.start(config.healthCheckIntervalS);
   services.ready = true;
   return services;
 }

@@ -5,10 +5,13 @@ import type { ProxyStore } from '../store/types.ts';
 export interface RuntimeSettingsData {
   rotation_strategy: StrategyName;
   timeout: number;
-  max_retries: number;
   rate_limits: { default_limit: number; request_endpoint_limit: number };
   cors_origins: string[];
 }
+
+export type SettingsPatch = Partial<Omit<RuntimeSettingsData, 'rate_limits'>> & {
+  rate_limits?: Partial<RuntimeSettingsData['rate_limits']> | undefined;
+};
 
 export type ConfigSource = 'environment' | 'storage';
 
@@ -32,7 +35,6 @@ export class RuntimeSettings {
     this.current = Object.freeze({
       rotation_strategy: config.strategy,
       timeout: config.timeoutS,
-      max_retries: config.maxRetries,
       rate_limits: {
         default_limit: config.rateLimit.limit,
         request_endpoint_limit: config.routeRateLimits.request.limit,
@@ -50,6 +52,11 @@ export class RuntimeSettings {
     }
   }
 
+  /** Marks the configuration as coming from storage (the retry policy was loaded from there). */
+  markStored(): void {
+    this.sourceValue = 'storage';
+  }
+
   get(): Readonly<RuntimeSettingsData> {
     return this.current;
   }
@@ -63,7 +70,7 @@ export class RuntimeSettings {
   }
 
   /** Persists first, then swaps, so that what is served is always what a restart would load. */
-  async update(patch: Partial<RuntimeSettingsData>): Promise<Readonly<RuntimeSettingsData>> {
+  async update(patch: SettingsPatch): Promise<Readonly<RuntimeSettingsData>> {
     const next = Object.freeze({
       ...this.current,
       ...patch,

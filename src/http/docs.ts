@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
+import { STATUS_CODES } from 'node:http';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
@@ -14,6 +16,7 @@ const REDOC_HTML = `<!doctype html>
 <meta charset="utf-8">
 <title>Rota API reference</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" type="image/png" href="/docs/static/favicon-32x32.png">
 </head>
 <body>
 <redoc spec-url="/openapi.json"></redoc>
@@ -21,6 +24,115 @@ const REDOC_HTML = `<!doctype html>
 </body>
 </html>
 `;
+
+/**
+ * ReDoc's sidebar footer always loads its maker's logo from a CDN (no option turns it off). On a machine
+ * with no network that is a failed request and a CSP violation, so the bundle we serve points it at a
+ * small inline mark instead.
+ */
+const REDOC_CDN_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+const LOCAL_MARK =
+  "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='16' height='16' viewBox='0 0 16 16'%3E" +
+  "%3Ccircle cx='8' cy='8' r='6' fill='%2332329f'/%3E%3C/svg%3E";
+
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace']);
+
+interface MediaType {
+  schema?: unknown;
+}
+interface ResponseObject {
+  description?: string;
+  content?: Record<string, MediaType>;
+}
+interface ParameterObject {
+  in?: string;
+  required?: boolean;
+  schema?: { default?: unknown };
+}
+interface OperationObject {
+  operationId?: string;
+  parameters?: ParameterObject[];
+  responses?: Record<string, ResponseObject>;
+  security?: unknown[];
+}
+interface DocumentShape {
+  paths?: Record<string, Record<string, unknown> | undefined>;
+}
+
+/** `get` + `/api/v1/proxies/{proxy_id}/check` → `getProxiesByProxyIdCheck`: stable, readable, unique. */
+export function operationIdFor(method: string, path: string): string {
+  const words = path
+    .replace(/^\/api\/v1(?=\/|$)/, '')
+    .split('/')
+    .filter((s) => s !== '')
+    .flatMap((seg) => {
+      const param = /^\{(.+)\}$/.exec(seg);
+      return param ? ['by', ...param[1]!.split(/[^A-Za-z0-9]+/)] : seg.split(/[^A-Za-z0-9]+/);
+    })
+    .filter((w) => w !== '');
+  return method.toLowerCase() + words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
+}
+
+/**
+ * TypeBox writes string enums and literals without `type`; ReDoc then labels them "any". Every node
+ * of the document is walked because schemas are inlined throughout it.
+ */
+function typeStringEnums(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) typeStringEnums(item);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  const obj = node as Record<string, unknown>;
+  if (obj.type === undefined) {
+    const values = Array.isArray(obj.enum) ? obj.enum : 'const' in obj ? [obj.const] : null;
+    if (values && values.length > 0 && values.every((v) => typeof v === 'string')) obj.type = 'string';
+  }
+  for (const value of Object.values(obj)) typeStringEnums(value);
+}
+
+function polishResponses(responses: Record<string, ResponseObject>): void {
+  for (const [status, res] of Object.entries(responses)) {
+    const code = Number(status);
+    const text = STATUS_CODES[code];
+    if (res.description === 'Default Response' && text) res.description = text;
+    else if (code >= 400 && text && res.description && !res.description.startsWith(text)) {
+      res.description = `${text}: ${res.description}`;
+    }
+    // Errors are always the JSON envelope, even on routes whose success body is NDJSON.
+    if (code >= 400 && res.content && !res.content['application/json']) {
+      const first = Object.values(res.content)[0];
+      res.content = { 'application/json': first ?? {} };
+    }
+  }
+}
+
+function polishOperation(method: string, path: string, op: OperationObject): void {
+  op.operationId ??= operationIdFor(method, path);
+  for (const p of op.parameters ?? []) {
+    // Fastify fills defaulted query values in, so a client may leave them out.
+    if (p.in === 'query' && p.schema?.default !== undefined) p.required = false;
+  }
+  if (op.responses) {
+    polishResponses(op.responses);
+    // A route that cannot answer 401 needs no credentials (health and readiness probes).
+    if (!op.responses['401'] && op.security === undefined) op.security = [];
+  }
+}
+
+/** Post-processes the generated document: operation ids, public operations, clearer responses. */
+export function polishDocument<T extends object>(doc: T): T {
+  const { paths } = doc as DocumentShape;
+  for (const [path, item] of Object.entries(paths ?? {})) {
+    for (const [method, op] of Object.entries(item ?? {})) {
+      if (HTTP_METHODS.has(method) && op && typeof op === 'object') {
+        polishOperation(method, path, op as OperationObject);
+      }
+    }
+  }
+  typeStringEnums(doc);
+  return doc;
+}
 
 /**
  * OpenAPI document, Swagger UI and ReDoc, all served from this process: the docs must work on a machine
@@ -43,12 +155,18 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
       },
       security: [{ ApiKey: [] }, { Bearer: [] }],
     },
+    // Shared schemas keep their `$id` as component name (`Proxy`, `Meta`) rather than `def-0`.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
+    },
+    transformObject: (d) => polishDocument('openapiObject' in d ? d.openapiObject : d.swaggerObject),
   });
 
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     validatorUrl: false,
-    uiConfig: { url: '/openapi.json' },
+    uiConfig: { deepLinking: true, displayOperationId: true },
     staticCSP: false,
     uiHooks: {
       onRequest: (_req, reply, done) => {
@@ -59,16 +177,28 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
   });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  registerRedoc(app);
+}
 
+function registerRedoc(app: FastifyInstance): void {
   const redocPath = require.resolve('redoc/bundles/redoc.standalone.js');
-  let redocJs: Buffer | null = null;
+  const faviconPath = join(dirname(require.resolve('@fastify/swagger-ui')), 'static', 'favicon-32x32.png');
+  let redocJs: string | null = null;
+  let favicon: Buffer | null = null;
+
   app.get('/redoc', { schema: { hide: true } }, async (_req, reply) => {
     reply.header('content-security-policy', DOCS_CSP).type('text/html; charset=utf-8');
     return REDOC_HTML;
   });
   app.get('/redoc/redoc.standalone.js', { schema: { hide: true } }, async (_req, reply) => {
-    redocJs ??= await readFile(redocPath);
+    redocJs ??= (await readFile(redocPath, 'utf8')).split(REDOC_CDN_LOGO).join(LOCAL_MARK);
     reply.type('application/javascript; charset=utf-8').header('cache-control', 'public, max-age=86400');
     return redocJs;
+  });
+  // Browsers ask for it on any page without an icon link (e.g. /openapi.json opened directly).
+  app.get('/favicon.ico', { schema: { hide: true } }, async (_req, reply) => {
+    favicon ??= await readFile(faviconPath);
+    reply.type('image/png').header('cache-control', 'public, max-age=86400');
+    return favicon;
   });
 }

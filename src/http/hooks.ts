@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuditLog } from '../audit/audit.ts';
+import type { PromMetrics } from '../metrics/prometheus.ts';
 import type { ClientIpResolver } from './client-ip.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
@@ -28,7 +29,12 @@ export function routeOf(req: FastifyRequest): string {
   return req.routeOptions.url ?? 'unmatched';
 }
 
-export function registerHooks(app: FastifyInstance, clientIp: ClientIpResolver, audit: AuditLog): void {
+export function registerHooks(
+  app: FastifyInstance,
+  clientIp: ClientIpResolver,
+  audit: AuditLog,
+  prom: PromMetrics,
+): void {
   app.decorateRequest('clientIp', '');
 
   app.addHook('onRequest', (req, reply, done) => {
@@ -39,6 +45,7 @@ export function registerHooks(app: FastifyInstance, clientIp: ClientIpResolver, 
   });
 
   app.addHook('onResponse', (req, reply, done) => {
+    prom.observeHttp(req.routeOptions.url, req.method, reply.statusCode, reply.elapsedTime / 1000);
     req.log.info(
       {
         method: req.method,

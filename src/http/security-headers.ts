@@ -15,4 +15,5 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze(
  */
 export const DOCS_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
-  "font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'";
+  "font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; " +
+  "frame-ancestors 'none'";

@@ -64,9 +64,12 @@ export class Pool {
     this.now = now;
   }
 
-  /** Loads every stored proxy, in creation order. */
+  /** Loads every stored proxy, in creation order; listeners hear of each as if it had just been added. */
   async load(): Promise<void> {
-    for await (const record of this.store.loadAll()) this.insertEntry(record);
+    for await (const record of this.store.loadAll()) {
+      const entry = this.insertEntry(record);
+      for (const l of this.listeners) l.added?.(entry);
+    }
   }
 
   listen(listener: PoolListener): void {

@@ -3,7 +3,7 @@ import type { ProxyEntry } from '../pool/pool.ts';
 
 /** What a caller asks of one selection. */
 export interface SelectionRequest {
-  /** Proxies already tried by this call: never chosen again while another is eligible. */
+  /** Proxy ids already tried by this call: never returned (null when every eligible one is excluded). */
   readonly exclude?: ReadonlySet<string>;
   /** session-persistence: the sticky key. */
   readonly sessionId?: string | undefined;

@@ -1,9 +1,15 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { MemoryStore } from './memory.ts';
+import { SqliteStore } from './sqlite.ts';
 import type { ProxyStore } from './types.ts';
 
-/** Picks the backend from the config. */
-export function openStore(_config: Config, _logger: Logger): ProxyStore {
-  return new MemoryStore();
+/** Picks the backend from the config: SQLite when ROTA_STORAGE_PATH is set, else memory. */
+export function openStore(config: Config, logger: Logger): ProxyStore {
+  if (config.storagePath === null) return new MemoryStore();
+  const path = resolve(config.storagePath);
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  return new SqliteStore({ path, secretKey: config.secretKey, logger });
 }

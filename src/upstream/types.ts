@@ -10,10 +10,14 @@ export type UpstreamErrorKind =
   | 'tunnel_refused' // CONNECT answered with a non-2xx status other than 407
   | 'timeout' // deadline reached before the target answered
   | 'proxy_protocol' // the proxy answered garbage
+  | 'connection_lost' // the connection through the proxy broke after the request left, before any answer
   | 'target_unreachable' // the proxy says it could not reach the target (e.g. 502 on CONNECT, SOCKS host unreachable)
   | 'target_tls' // TLS with the target (through the tunnel) failed
+  | 'response_interrupted' // the target's answer started but its connection broke before the end
+  | 'response_timeout' // the target's answer started but its body was still arriving at the deadline
   | 'response_too_large' // the target's answer is over ROTA_MAX_RESPONSE_BYTES
-  | 'aborted'; // the caller went away
+  | 'invalid_request' // the request could not be sent as given (e.g. a header value undici refuses)
+  | 'aborted'; // the caller went away, or the proxy's dispatcher was closed (proxy deleted)
 
 export const PROXY_FAULTS: ReadonlySet<UpstreamErrorKind> = new Set([
   'connect',
@@ -23,6 +27,7 @@ export const PROXY_FAULTS: ReadonlySet<UpstreamErrorKind> = new Set([
   'tunnel_refused',
   'timeout',
   'proxy_protocol',
+  'connection_lost',
 ]);
 
 export class UpstreamError extends Error {
@@ -30,7 +35,11 @@ export class UpstreamError extends Error {
   readonly kind: UpstreamErrorKind;
   /** False only when the request certainly never left the gateway (safe to replay POST/PATCH). */
   readonly mayHaveReachedTarget: boolean;
-  constructor(kind: UpstreamErrorKind, message: string, opts: { mayHaveReachedTarget: boolean; cause?: unknown }) {
+  constructor(
+    kind: UpstreamErrorKind,
+    message: string,
+    opts: { mayHaveReachedTarget: boolean; cause?: unknown },
+  ) {
     super(message, { cause: opts.cause });
     this.name = 'UpstreamError';
     this.kind = kind;
@@ -51,6 +60,12 @@ export interface UpstreamRequest {
   readonly deadline: number;
   readonly maxResponseBytes: number;
   readonly signal?: AbortSignal;
+}
+
+/** TLS trust used both for https:// proxies and for https targets (tests pass their own CA). */
+export interface UpstreamTlsOptions {
+  readonly ca?: string | Buffer | Array<string | Buffer>;
+  readonly rejectUnauthorized?: boolean;
 }
 
 export interface UpstreamResponse {

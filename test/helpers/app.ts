@@ -13,12 +13,22 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/** Tests make many requests from one address; rate-limit tests set their own limits. */
+export const GENEROUS_LIMITS: Readonly<Record<string, string>> = {
+  ROTA_RATE_LIMIT: '100000/minute',
+  ROTA_RATE_LIMIT_REQUEST: '100000/minute',
+  ROTA_RATE_LIMIT_ADD_PROXY: '100000/minute',
+  ROTA_RATE_LIMIT_CONFIG: '100000/minute',
+  ROTA_RATE_LIMIT_RESET: '100000/minute',
+  ROTA_RATE_LIMIT_HEALTH_CHECK: '100000/minute',
+};
+
 /** Builds the real app over real services, with logs captured in memory. */
 export async function makeApp(
   env: Record<string, string> = {},
   overrides: ServiceOverrides = {},
 ): Promise<TestApp> {
-  const config = loadConfig({ ROTA_LOG_LEVEL: 'info', ...env });
+  const config = loadConfig({ ROTA_LOG_LEVEL: 'info', ...GENEROUS_LIMITS, ...env });
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -27,7 +37,7 @@ export async function makeApp(
     },
   });
   const logger = pino({ level: config.logLevel }, sink);
-  const services = await createServices(config, logger, overrides);
+  const services = await createServices(config, logger, { processMetrics: false, ...overrides });
   const app = await buildApp(services, config);
   await app.ready();
   return {

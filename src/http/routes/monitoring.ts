@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { poolHealth, summarize } from '../../pool/summary.ts';
 import type { Services } from '../../services.ts';
 import { VERSION } from '../../version.ts';
-import { Nullable } from '../schemas/common.ts';
+import { ErrorEnvelope, errorResponses, Nullable } from '../schemas/common.ts';
 
 const TAG = ['monitoring'];
 
@@ -40,7 +40,7 @@ export function monitoringRoutes(services: Services, lastRotation: () => number 
         schema: {
           tags: TAG,
           summary: 'Liveness and pool health (503 when every proxy is failing)',
-          response: { 200: HealthSchema, 503: HealthSchema },
+          response: { 200: HealthSchema, 503: HealthSchema, 500: ErrorEnvelope },
         },
       },
       async (_req, reply) => {
@@ -78,7 +78,7 @@ export function monitoringRoutes(services: Services, lastRotation: () => number 
     app.get(
       '/status',
       {
-        schema: { tags: TAG, summary: 'Pool status', response: { 200: StatusSchema } },
+        schema: { tags: TAG, summary: 'Pool status', response: { 200: StatusSchema, ...errorResponses() } },
       },
       async () => {
         const s = summarize(services.pool);

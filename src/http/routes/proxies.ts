@@ -6,12 +6,12 @@ import { proxyView } from '../../pool/view.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
 import { ApiError } from '../errors.ts';
+import { routeLimit } from '../rate-limit.ts';
 import { Envelope, errorResponses } from '../schemas/common.ts';
 import {
   AddProxyBody,
   type AddProxyBodyT,
   ExportQuery,
-  IdParams,
   ListQuery,
   type ListQueryT,
   ProxyIdParams,
@@ -81,7 +81,11 @@ export function proxyRoutes(services: Services): FastifyPluginAsync {
     app.post<{ Body: AddProxyBodyT }>(
       '/proxies',
       {
-        config: { validation: 'proxy', audit: 'proxy.add' },
+        config: {
+          validation: 'proxy',
+          audit: 'proxy.add',
+          rateLimit: routeLimit('addProxy', services.config, services.settings),
+        },
         schema: {
           tags: TAG,
           summary: 'Add a proxy',
@@ -125,19 +129,19 @@ export function proxyRoutes(services: Services): FastifyPluginAsync {
       );
     }
 
-    app.get<{ Params: { id: string } }>(
-      '/proxies/:id',
+    app.get<{ Params: { proxy_id: string } }>(
+      '/proxies/:proxy_id',
       {
         schema: {
           tags: TAG,
           summary: 'Get one proxy',
-          params: IdParams,
+          params: ProxyIdParams,
           response: { 200: Envelope(ProxySchema), ...errorResponses(404, 422) },
         },
       },
       async (req) => {
-        const e = pool.get(req.params.id);
-        if (!e) throw notFound(req.params.id);
+        const e = pool.get(req.params.proxy_id);
+        if (!e) throw notFound(req.params.proxy_id);
         return ok(req, proxyView(pool, e));
       },
     );

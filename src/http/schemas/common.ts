@@ -30,7 +30,7 @@ export const ErrorEnvelope = Type.Object(
     meta: Meta,
     detail: Type.Optional(Type.Array(DetailItem)),
   },
-  { description: 'Error envelope (spec section 7)' },
+  { $id: 'ErrorEnvelope', description: 'Error envelope (spec section 7)' },
 );
 
 export function Envelope<T extends TSchema>(data: T, description = 'Success') {

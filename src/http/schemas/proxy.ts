@@ -64,5 +64,4 @@ export const ProxyPage = Type.Object({
   has_prev: Type.Boolean(),
 });
 
-export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 export const ProxyIdParams = Type.Object({ proxy_id: Type.String({ maxLength: 64 }) });

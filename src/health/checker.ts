@@ -1,0 +1,114 @@
+import type { BreakerRegistry } from '../breaker/registry.ts';
+import type { Selector } from '../outbound/selector.ts';
+import { recordAttempt } from '../pool/health.ts';
+import type { Pool, ProxyEntry } from '../pool/pool.ts';
+import type { DispatcherCache } from '../upstream/dispatchers.ts';
+import { send } from '../upstream/send.ts';
+import { UpstreamError } from '../upstream/types.ts';
+
+export interface HealthResult {
+  proxy_id: string;
+  status: 'working' | 'failed';
+  latency_ms: number;
+  error: string | null;
+  tested_at: string;
+}
+
+export interface HealthCheckerDeps {
+  pool: Pool;
+  breakers: BreakerRegistry;
+  selector: Selector;
+  dispatchers: DispatcherCache;
+  url: string;
+  concurrency: number;
+  timeoutMs: number;
+  monotonic: () => number;
+  now: () => number;
+}
+
+/**
+ * Sends one GET of ROTA_HEALTH_CHECK_URL through each proxy, at most `concurrency` at a time, and writes
+ * the outcome back to health, breaker and stats exactly as a real attempt would.
+ *
+ *   check(ids) ──▶ N workers ──▶ proxy ──▶ health-check URL
+ *                      └──▶ health / breaker / stats
+ */
+export class HealthChecker {
+  private readonly d: HealthCheckerDeps;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<HealthResult[]> | null = null;
+
+  constructor(deps: HealthCheckerDeps) {
+    this.d = deps;
+  }
+
+  /** Checks the given proxies (unknown ids are skipped) or, without ids, the whole pool. */
+  async check(ids?: readonly string[]): Promise<HealthResult[]> {
+    const entries = ids
+      ? [...new Set(ids)].map((id) => this.d.pool.get(id)).filter((e): e is ProxyEntry => e !== undefined)
+      : [...this.d.pool.all()];
+    const results = new Array<HealthResult>(entries.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < entries.length) {
+        const i = next++;
+        results[i] = await this.checkOne(entries[i]!);
+      }
+    };
+    const n = Math.min(this.d.concurrency, entries.length);
+    await Promise.all(Array.from({ length: n }, worker));
+    return results;
+  }
+
+  private async checkOne(e: ProxyEntry): Promise<HealthResult> {
+    const t0 = this.d.monotonic();
+    const permit = this.d.breakers.admit(e.record.id);
+    let error: UpstreamError | null = null;
+    try {
+      await send(this.d.dispatchers.get(e.record), {
+        url: new URL(this.d.url),
+        method: 'GET',
+        headers: { 'user-agent': 'rota-health-check' },
+        body: null,
+        deadline: t0 + this.d.timeoutMs,
+        maxResponseBytes: 64 * 1024,
+      });
+    } catch (err) {
+      error =
+        err instanceof UpstreamError
+          ? err
+          : new UpstreamError('proxy_protocol', 'health check failed', { mayHaveReachedTarget: true });
+    }
+    const latency = this.d.monotonic() - t0;
+    // Only a proxy fault fails a proxy: a health-check URL that is itself down is not the proxy's doing.
+    const fault = error?.proxyFault ?? false;
+    permit?.release(fault ? 'failure' : 'success');
+    recordAttempt(e, !fault, fault, latency);
+    this.d.selector.record(e, { ok: !fault, latencyMs: latency, proxyFault: fault });
+    return {
+      proxy_id: e.record.id,
+      status: fault ? 'failed' : 'working',
+      latency_ms: Math.round(latency * 100) / 100,
+      error: error ? `${error.kind}: ${error.message}` : null,
+      tested_at: new Date(this.d.now()).toISOString(),
+    };
+  }
+
+  /** Periodic checks of the whole pool; a round never overlaps the previous one. */
+  start(intervalS: number): void {
+    if (intervalS <= 0 || this.timer) return;
+    this.timer = setInterval(() => {
+      if (this.running) return;
+      this.running = this.check().finally(() => {
+        this.running = null;
+      });
+    }, intervalS * 1000);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+}

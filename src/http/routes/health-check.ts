@@ -1,0 +1,62 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { type Static, Type } from 'typebox';
+import type { Services } from '../../services.ts';
+import { ok } from '../envelope.ts';
+import { routeLimit } from '../rate-limit.ts';
+import { Envelope, errorResponses, Nullable } from '../schemas/common.ts';
+
+export const MAX_PROXY_IDS = 1000;
+
+const Body = Type.Object(
+  {
+    proxy_ids: Type.Optional(
+      Type.Array(Type.String({ maxLength: 64 }), {
+        maxItems: MAX_PROXY_IDS,
+        description: 'Omit to check every proxy',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Result = Type.Object({
+  proxy_id: Type.String(),
+  status: Type.Enum(['working', 'failed']),
+  latency_ms: Type.Number(),
+  error: Nullable(Type.String()),
+  tested_at: Type.String({ format: 'date-time' }),
+});
+
+export function healthCheckRoutes(services: Services): FastifyPluginAsync {
+  const checker = services.health;
+  return async (app) => {
+    for (const path of ['/proxies/health-check', '/proxies/test']) {
+      const deprecated = path.endsWith('test');
+      app.post<{ Body: Static<typeof Body> | undefined }>(
+        path,
+        {
+          config: {
+            audit: deprecated ? 'proxy.test' : 'proxy.health_check',
+            rateLimit: routeLimit('healthCheck', services.config, services.settings),
+          },
+          schema: {
+            tags: ['proxies'],
+            summary: deprecated
+              ? 'Health-check proxies (deprecated: use proxies/health-check)'
+              : 'Health-check proxies',
+            deprecated,
+            body: Body,
+            response: { 200: Envelope(Type.Array(Result)), ...errorResponses(413, 415, 422) },
+          },
+        },
+        async (req, reply) => {
+          if (deprecated)
+            reply
+              .header('deprecation', 'true')
+              .header('link', '</api/v1/proxies/health-check>; rel="successor-version"');
+          return ok(req, await checker.check(req.body?.proxy_ids));
+        },
+      );
+    }
+  };
+}

@@ -1,0 +1,145 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
+import {
+  EXPOSITION_CONTENT_TYPE,
+  renderBreakerMetrics,
+  renderRetryMetrics,
+} from '../../metrics/exposition.ts';
+import type { Services } from '../../services.ts';
+import { ok } from '../envelope.ts';
+import { Envelope, errorResponses } from '../schemas/common.ts';
+import {
+  BreakerMetricsSchema,
+  FormatHoursQuery,
+  HoursQuery,
+  RetryHourSchema,
+  RetryMetricsSchema,
+  RetryProxySchema,
+  RetrySummarySchema,
+  StatsSchema,
+} from '../schemas/metrics.ts';
+import { breakerView, eventView } from './breakers.ts';
+
+const TAG = ['metrics'];
+
+/** Routes under /api/v1: stats and the retry metrics in JSON. */
+export function apiMetricsRoutes(services: Services): FastifyPluginAsync {
+  const { retryMetrics } = services;
+  return async (app) => {
+    app.get(
+      '/stats',
+      {
+        schema: {
+          tags: TAG,
+          summary: 'Request statistics',
+          response: { 200: Envelope(StatsSchema), ...errorResponses() },
+        },
+      },
+      async (req) => ok(req, services.stats.snapshot()),
+    );
+
+    app.get(
+      '/metrics/retries',
+      {
+        schema: {
+          tags: TAG,
+          summary: 'Retry metrics summary',
+          response: { 200: Envelope(RetrySummarySchema), ...errorResponses() },
+        },
+      },
+      async (req) => ok(req, retryMetrics.summary()),
+    );
+
+    app.get<{ Querystring: { hours: number } }>(
+      '/metrics/retries/timeseries',
+      {
+        schema: {
+          tags: TAG,
+          summary: 'Retry metrics per hour',
+          querystring: HoursQuery,
+          response: { 200: Envelope(Type.Array(RetryHourSchema)), ...errorResponses(422) },
+        },
+      },
+      async (req) => ok(req, retryMetrics.timeseries(req.query.hours)),
+    );
+
+    app.get<{ Querystring: { hours: number } }>(
+      '/metrics/retries/by-proxy',
+      {
+        schema: {
+          tags: TAG,
+          summary: 'Retry metrics per proxy',
+          querystring: HoursQuery,
+          response: { 200: Envelope(Type.Record(Type.String(), RetryProxySchema)), ...errorResponses(422) },
+        },
+      },
+      async (req) => ok(req, retryMetrics.byProxy(req.query.hours)),
+    );
+  };
+}
+
+/** Unversioned monitoring paths. `/metrics` is not in the OpenAPI document and never rate-limited. */
+export function rootMetricsRoutes(services: Services): FastifyPluginAsync {
+  const { retryMetrics, breakers, pool, clock, prom } = services;
+  return async (app) => {
+    app.get('/metrics', { config: { rateLimit: false }, schema: { hide: true } }, async (_req, reply) => {
+      reply.type(prom.contentType);
+      return prom.render();
+    });
+
+    app.get<{ Querystring: { hours: number; format?: 'json' | 'prometheus' } }>(
+      '/metrics/retry',
+      {
+        config: { rateLimit: false },
+        schema: {
+          tags: TAG,
+          summary: 'Retry metrics (JSON, or Prometheus text with format=prometheus)',
+          querystring: FormatHoursQuery,
+          response: { 200: Envelope(RetryMetricsSchema), ...errorResponses(422) },
+        },
+      },
+      async (req, reply) => {
+        const data = retryMetrics.report(req.query.hours);
+        if (req.query.format === 'prometheus')
+          return reply
+            .type(EXPOSITION_CONTENT_TYPE)
+            .serializer(String)
+            .send(renderRetryMetrics(data, req.query.hours));
+        return ok(req, data);
+      },
+    );
+
+    app.get<{ Querystring: { hours: number; format?: 'json' | 'prometheus' } }>(
+      '/metrics/circuit-breaker',
+      {
+        config: { rateLimit: false },
+        schema: {
+          tags: TAG,
+          summary: 'Circuit-breaker states and events (JSON, or Prometheus text with format=prometheus)',
+          querystring: FormatHoursQuery,
+          response: { 200: Envelope(BreakerMetricsSchema), ...errorResponses(422) },
+        },
+      },
+      async (req, reply) => {
+        const hours = req.query.hours;
+        const events = breakers.events(clock.now() - hours * 3_600_000);
+        const states = pool.all().flatMap((e) => {
+          const s = breakers.snapshot(e.record.id);
+          return s ? [s] : [];
+        });
+        if (req.query.format === 'prometheus') {
+          return reply
+            .type(EXPOSITION_CONTENT_TYPE)
+            .serializer(String)
+            .send(renderBreakerMetrics({ states, events, total_events: events.length, hours }));
+        }
+        return ok(req, {
+          states: states.map(breakerView),
+          events: events.map(eventView),
+          total_events: events.length,
+          hours,
+        });
+      },
+    );
+  };
+}

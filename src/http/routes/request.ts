@@ -1,0 +1,161 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { proxyView } from '../../pool/view.ts';
+import type { Services } from '../../services.ts';
+import { ok } from '../envelope.ts';
+import { ApiError, type DetailItem } from '../errors.ts';
+import { routeLimit } from '../rate-limit.ts';
+import { Envelope, errorResponses } from '../schemas/common.ts';
+import { ProxySchema } from '../schemas/proxy.ts';
+import {
+  ProxiedRequestBody,
+  type ProxiedRequestBodyT,
+  ProxiedResponse,
+  RotateQuery,
+} from '../schemas/request.ts';
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const BAD_VALUE = /[\0\r\n]/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function invalid(code: 'INVALID_URL' | 'VALIDATION_ERROR', message: string, item: DetailItem): ApiError {
+  return new ApiError(code, message, { status: 422, details: [item], detail: [item] });
+}
+
+function parseTarget(raw: string): URL {
+  try {
+    return new URL(raw);
+  } catch {
+    throw invalid('INVALID_URL', 'Target URL does not parse', {
+      loc: ['body', 'url'],
+      msg: 'Input should be a valid URL',
+      type: 'url_parsing',
+      input: null,
+      ctx: {},
+    });
+  }
+}
+
+function checkHeaders(headers: Record<string, string>): void {
+  for (const [name, value] of Object.entries(headers)) {
+    if (!TOKEN.test(name) || BAD_VALUE.test(value)) {
+      throw invalid('VALIDATION_ERROR', 'Invalid header', {
+        loc: ['body', 'headers', name.slice(0, 64)],
+        msg: 'Header names must be tokens and values must not contain CR, LF or NUL',
+        type: 'value_error',
+        input: null,
+        ctx: {},
+      });
+    }
+  }
+}
+
+function decodeBody(b: ProxiedRequestBodyT): Buffer | null {
+  if (b.body === null || b.body === undefined) return null;
+  if (b.body_encoding !== 'base64') return Buffer.from(b.body, 'utf8');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b.body) || b.body.length % 4 !== 0) {
+    throw invalid('VALIDATION_ERROR', 'Body is not valid base64', {
+      loc: ['body', 'body'],
+      msg: 'Input should be valid base64',
+      type: 'value_error',
+      input: null,
+      ctx: {},
+    });
+  }
+  return Buffer.from(b.body, 'base64');
+}
+
+function abortOnClientGone(req: FastifyRequest): AbortSignal {
+  const ac = new AbortController();
+  req.raw.socket?.once('close', () => ac.abort());
+  return ac.signal;
+}
+
+export function requestRoutes(services: Services): FastifyPluginAsync {
+  const { executor, selector, ssrf } = services;
+  return async (app) => {
+    app.post<{ Body: ProxiedRequestBodyT }>(
+      '/request',
+      {
+        config: {
+          validation: 'request',
+          rateLimit: routeLimit('request', services.config, services.settings),
+        },
+        schema: {
+          tags: ['requests'],
+          summary: 'Send an HTTP request through a proxy from the pool',
+          description:
+            'Rotates, fails over to a different proxy on proxy faults, and never follows redirects.',
+          body: ProxiedRequestBody,
+          response: { 200: Envelope(ProxiedResponse), ...errorResponses(400, 413, 415, 422, 502, 503, 504) },
+        },
+      },
+      async (req) => {
+        const b = req.body;
+        const url = parseTarget(b.url);
+        checkHeaders(b.headers);
+        const body = decodeBody(b);
+        const verdict = await ssrf.check(url);
+        if (!verdict.ok) {
+          throw new ApiError('INVALID_URL', `Target not allowed: ${verdict.message}`, {
+            details: { reason: verdict.reason },
+          });
+        }
+        const t0 = performance.now();
+        const r = await executor.execute({
+          // The guard's normalised URL: the one it checked is the one that goes out.
+          url: new URL(verdict.url),
+          method: b.method,
+          headers: b.headers,
+          body,
+          timeoutS: b.timeout ?? services.settings.get().timeout,
+          sessionId: b.session_id,
+          country: b.country?.toUpperCase(),
+          signal: abortOnClientGone(req),
+        });
+        let text: string;
+        let encoding: 'utf8' | 'base64' = 'utf8';
+        try {
+          text = utf8.decode(r.response.body);
+        } catch {
+          text = r.response.body.toString('base64');
+          encoding = 'base64';
+        }
+        return ok(req, {
+          status_code: r.response.statusCode,
+          headers: r.response.headers,
+          body: text,
+          body_encoding: encoding,
+          proxy_used: r.proxy.url,
+          proxy_id: r.proxy.record.id,
+          attempts: r.attempts,
+          elapsed_ms: Math.round((performance.now() - t0) * 100) / 100,
+        });
+      },
+    );
+
+    app.get<{ Querystring: { session_id?: string; country?: string } }>(
+      '/rotate',
+      {
+        schema: {
+          tags: ['requests'],
+          summary: 'Select the next proxy without sending a request',
+          description: 'Advances the strategy like a real selection; touches no breaker and no counter.',
+          querystring: RotateQuery,
+          response: { 200: Envelope(ProxySchema), ...errorResponses(422, 503) },
+        },
+      },
+      async (req) => {
+        const e = selector.pick({
+          sessionId: req.query.session_id,
+          country: req.query.country?.toUpperCase(),
+        });
+        if (!e)
+          throw new ApiError(
+            'PROXY_POOL_EMPTY',
+            services.pool.size === 0 ? 'No proxies configured' : 'Every proxy circuit breaker is open',
+          );
+        return ok(req, proxyView(services.pool, e));
+      },
+    );
+  };
+}

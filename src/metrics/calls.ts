@@ -1,0 +1,67 @@
+/**
+ * What the engine reports after each outbound call (`POST request`). One record per call, emitted once the
+ * call is over, so every aggregator sees the same facts and their numbers agree with each other.
+ */
+
+/**
+ * - `success`: this attempt produced the answer returned to the caller (whatever its status code: a 404
+ *   from the site is still a delivered answer).
+ * - `target_error`: the proxy worked but the target failed (retryable status, unreachable, TLS); it does
+ *   not count against the proxy.
+ * - `proxy_error`: a proxy fault (connect, handshake, 407, refused CONNECT...).
+ * - `timeout`: the deadline was reached before the target answered.
+ */
+export type AttemptOutcome = 'success' | 'target_error' | 'proxy_error' | 'timeout';
+
+export const ATTEMPT_OUTCOMES: readonly AttemptOutcome[] = [
+  'success',
+  'target_error',
+  'proxy_error',
+  'timeout',
+];
+
+export interface AttemptRecord {
+  readonly proxyId: string;
+  /** 1-based position within the call; attempts after the first are retries. */
+  readonly attempt: number;
+  readonly outcome: AttemptOutcome;
+  readonly latencyMs: number;
+  /** The UpstreamError kind when the attempt failed, for logs and debugging. */
+  readonly kind?: string;
+}
+
+export interface CallRecord {
+  /** True when the caller got a proxied answer (the 200 envelope). */
+  readonly ok: boolean;
+  /** Whole call, retries and backoff included. */
+  readonly latencyMs: number;
+  /** Empty when the call failed before any proxy was tried (e.g. PROXY_POOL_EMPTY). */
+  readonly attempts: readonly AttemptRecord[];
+  /** The error code returned to the caller when `ok` is false (e.g. PROXY_FAILOVER_EXHAUSTED). */
+  readonly errorCode?: string;
+}
+
+/** Attempts after the first: the definition of a retry (DECISIONS "Monitoring"). */
+export function retriesOf(call: CallRecord): number {
+  let n = 0;
+  for (const a of call.attempts) if (a.attempt > 1) n++;
+  return n;
+}
+
+/**
+ * The attempt number on which a successful call succeeded, or null for a failed call. Falls back to the
+ * number of attempts when the engine marked the call ok without a `success` attempt (defensive).
+ */
+export function successfulAttempt(call: CallRecord): number | null {
+  if (!call.ok) return null;
+  for (let i = call.attempts.length - 1; i >= 0; i--) {
+    const a = call.attempts[i]!;
+    if (a.outcome === 'success') return a.attempt;
+  }
+  return Math.max(1, call.attempts.length);
+}
+
+/** Latency values from outside are clamped so that one bad clock reading cannot poison an average. */
+export function safeMs(ms: number): number {
+  return Number.isFinite(ms) && ms > 0 ? ms : 0;
+}

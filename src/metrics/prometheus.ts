@@ -1,0 +1,215 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { BreakerStateName } from '../breaker/types.ts';
+import { ATTEMPT_OUTCOMES, type CallRecord, retriesOf, safeMs } from './calls.ts';
+import { BREAKER_STATE_VALUE, EXPOSITION_CONTENT_TYPE } from './exposition.ts';
+
+export {
+  type BreakerMetricsInput,
+  EXPOSITION_CONTENT_TYPE,
+  renderBreakerMetrics,
+  renderRetryMetrics,
+} from './exposition.ts';
+
+/** The endpoint label of a request no route matched: one series for every 404 path. */
+export const UNMATCHED_ENDPOINT = 'unmatched';
+/** The endpoint label once `maxEndpoints` distinct templates were seen (a guard, never reached normally). */
+export const OVERFLOW_ENDPOINT = 'other';
+
+const HTTP_METHODS: ReadonlySet<string> = new Set([
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'DELETE',
+  'PATCH',
+  'OPTIONS',
+  'TRACE',
+  'CONNECT',
+]);
+
+export interface PoolCounts {
+  readonly total: number;
+  readonly healthy: number;
+}
+
+export interface BreakerStateSample {
+  readonly proxyId: string;
+  readonly state: BreakerStateName;
+}
+
+export interface PromMetricsOptions {
+  /** Read at scrape time. */
+  readonly poolCounts: () => PoolCounts;
+  /** Read at scrape time; a proxy missing here has no breaker series. */
+  readonly breakerStates: () => Iterable<BreakerStateSample>;
+  /** When given, records for a proxy that no longer exists are dropped (a call in flight at deletion). */
+  readonly proxyExists?: (proxyId: string) => boolean;
+  /** Process metrics (CPU, memory, event loop, GC), prefixed rota_. Default true. */
+  readonly defaultMetrics?: boolean;
+  /** Distinct endpoint labels allowed before new ones collapse into `other`. Default 256. */
+  readonly maxEndpoints?: number;
+}
+
+const HTTP_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const UPSTREAM_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * /metrics over a private registry, so that two app instances (tests) never share series. Labels are
+ * bounded: endpoint is a route template (or `unmatched`), method a known verb, proxy_id a UUID.
+ */
+export class PromMetrics {
+  readonly registry = new Registry();
+  readonly contentType: string = EXPOSITION_CONTENT_TYPE;
+  readonly #proxyExists: ((proxyId: string) => boolean) | undefined;
+  readonly #maxEndpoints: number;
+  readonly #endpoints = new Set<string>();
+  /** Proxies that have series, so removal touches only what exists and the existence check runs once. */
+  readonly #proxies = new Set<string>();
+  readonly #httpRequests: Counter<'endpoint' | 'method' | 'status'>;
+  readonly #httpDuration: Histogram<'endpoint' | 'method'>;
+  readonly #attempts: Counter<'proxy_id' | 'outcome'>;
+  readonly #upstreamLatency: Histogram<'proxy_id'>;
+  readonly #retries: Counter;
+  readonly #rateLimited: Counter<'endpoint'>;
+  readonly #proxied: Counter<'outcome'>;
+
+  constructor(opts: PromMetricsOptions) {
+    this.#proxyExists = opts.proxyExists;
+    this.#maxEndpoints = opts.maxEndpoints ?? 256;
+    const registers = [this.registry];
+    this.#httpRequests = new Counter({
+      name: 'rota_requests_total',
+      help: 'HTTP requests served, by route template, method and status',
+      labelNames: ['endpoint', 'method', 'status'],
+      registers,
+    });
+    this.#httpDuration = new Histogram({
+      name: 'rota_request_duration_seconds',
+      help: 'HTTP request duration, by route template and method',
+      labelNames: ['endpoint', 'method'],
+      buckets: HTTP_BUCKETS,
+      registers,
+    });
+    this.#attempts = new Counter({
+      name: 'rota_upstream_attempts_total',
+      help: 'Attempts sent through each proxy, by outcome',
+      labelNames: ['proxy_id', 'outcome'],
+      registers,
+    });
+    this.#upstreamLatency = new Histogram({
+      name: 'rota_upstream_latency_seconds',
+      help: 'Latency of attempts through each proxy',
+      labelNames: ['proxy_id'],
+      buckets: UPSTREAM_BUCKETS,
+      registers,
+    });
+    this.#retries = new Counter({
+      name: 'rota_retries_total',
+      help: 'Attempts after the first one of a proxied call',
+      registers,
+    });
+    this.#rateLimited = new Counter({
+      name: 'rota_rate_limit_rejections_total',
+      help: 'Requests rejected with 429, by route template',
+      labelNames: ['endpoint'],
+      registers,
+    });
+    this.#proxied = new Counter({
+      name: 'rota_requests_proxied_total',
+      help: 'Proxied calls (POST request), by outcome: success or the error code returned',
+      labelNames: ['outcome'],
+      registers,
+    });
+    registerScrapeGauges(this.registry, opts);
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'rota_' });
+  }
+
+  /** `endpoint` is the matched route template (Fastify `routeOptions.url`); undefined when none matched. */
+  observeHttp(endpoint: string | undefined, method: string, status: number, seconds: number): void {
+    const ep = this.#endpoint(endpoint);
+    const m = HTTP_METHODS.has(method.toUpperCase()) ? method.toUpperCase() : 'OTHER';
+    const st = Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : 'other';
+    this.#httpRequests.inc({ endpoint: ep, method: m, status: st });
+    this.#httpDuration.observe(
+      { endpoint: ep, method: m },
+      Number.isFinite(seconds) && seconds > 0 ? seconds : 0,
+    );
+  }
+
+  recordCall(call: CallRecord): void {
+    this.#proxied.inc({ outcome: call.ok ? 'success' : outcomeLabel(call.errorCode) });
+    const retries = retriesOf(call);
+    if (retries > 0) this.#retries.inc(retries);
+    for (const a of call.attempts) {
+      if (!this.#tracks(a.proxyId)) continue;
+      this.#attempts.inc({ proxy_id: a.proxyId, outcome: a.outcome });
+      this.#upstreamLatency.observe({ proxy_id: a.proxyId }, safeMs(a.latencyMs) / 1000);
+    }
+  }
+
+  rateLimited(endpoint: string | undefined): void {
+    this.#rateLimited.inc({ endpoint: this.#endpoint(endpoint) });
+  }
+
+  /** A deleted proxy's series disappear from the next scrape. */
+  removeProxy(proxyId: string): void {
+    if (!this.#proxies.delete(proxyId)) return;
+    for (const outcome of ATTEMPT_OUTCOMES) this.#attempts.remove({ proxy_id: proxyId, outcome });
+    this.#upstreamLatency.remove({ proxy_id: proxyId });
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  #tracks(proxyId: string): boolean {
+    if (this.#proxies.has(proxyId)) return true;
+    if (this.#proxyExists && !this.#proxyExists(proxyId)) return false;
+    this.#proxies.add(proxyId);
+    return true;
+  }
+
+  #endpoint(endpoint: string | undefined): string {
+    if (!endpoint) return UNMATCHED_ENDPOINT;
+    if (this.#endpoints.has(endpoint)) return endpoint;
+    if (this.#endpoints.size >= this.#maxEndpoints) return OVERFLOW_ENDPOINT;
+    this.#endpoints.add(endpoint);
+    return endpoint;
+  }
+}
+
+/** Gauges computed from live state when scraped, so they can never drift from the pool and breakers. */
+function registerScrapeGauges(registry: Registry, opts: PromMetricsOptions): void {
+  const registers = [registry];
+  new Gauge({
+    name: 'rota_proxies_total',
+    help: 'Proxies in the pool',
+    registers,
+    collect() {
+      this.set(opts.poolCounts().total);
+    },
+  });
+  new Gauge({
+    name: 'rota_proxies_healthy',
+    help: 'Proxies in the pool whose health is healthy',
+    registers,
+    collect() {
+      this.set(opts.poolCounts().healthy);
+    },
+  });
+  new Gauge({
+    name: 'rota_circuit_breaker_state',
+    help: 'Circuit breaker state per proxy (0 closed, 1 open, 2 half-open)',
+    labelNames: ['proxy_id'],
+    registers,
+    collect() {
+      this.reset();
+      for (const b of opts.breakerStates()) this.set({ proxy_id: b.proxyId }, BREAKER_STATE_VALUE[b.state]);
+    },
+  });
+}
+
+/** Error codes are a fixed set of upper-case names; anything else collapses so it cannot add series. */
+function outcomeLabel(code: string | undefined): string {
+  return code && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code.toLowerCase() : 'error';
+}

@@ -1,0 +1,52 @@
+import { ApiError } from '../http/errors.ts';
+import type { ProxyEntry } from '../pool/pool.ts';
+import type { UpstreamError } from '../upstream/types.ts';
+
+export interface FailedAttempt {
+  proxy_id: string;
+  proxy: string;
+  kind: string;
+}
+
+export function describeAttempt(e: ProxyEntry, err: UpstreamError): FailedAttempt {
+  return { proxy_id: e.record.id, proxy: e.url, kind: err.kind };
+}
+
+/** The API error for a call that ended without a target answer, from its last failure. */
+export function callError(
+  last: UpstreamError | null,
+  failed: FailedAttempt[],
+  deadlinePassed: boolean,
+): ApiError {
+  const details = { attempts: failed };
+  if (deadlinePassed || last?.kind === 'timeout') {
+    return new ApiError('REQUEST_TIMEOUT', 'The request did not complete within its timeout', { details });
+  }
+  switch (last?.kind) {
+    case 'target_unreachable':
+      return new ApiError('TARGET_UNREACHABLE', 'The target could not be reached through the proxies', {
+        details,
+      });
+    case 'response_too_large':
+      return new ApiError('REQUEST_FAILED', 'The target response is larger than ROTA_MAX_RESPONSE_BYTES', {
+        details,
+      });
+    case 'target_tls':
+      return new ApiError('REQUEST_FAILED', 'TLS with the target failed', { details });
+    case 'aborted':
+      return new ApiError('REQUEST_FAILED', 'The request was aborted', { details });
+    default:
+      return new ApiError('PROXY_FAILOVER_EXHAUSTED', 'Every proxy tried failed', { details });
+  }
+}
+
+/** A failure after the request may have reached the target, on a call that must not be replayed. */
+export function unsafeToRetryError(last: UpstreamError, failed: FailedAttempt[]): ApiError {
+  return new ApiError(
+    'PROXY_ERROR',
+    'The proxy failed after the request may have reached the target; not replayed',
+    {
+      details: { attempts: failed, reason: 'non_idempotent' },
+    },
+  );
+}

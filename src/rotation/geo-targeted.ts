@@ -1,0 +1,80 @@
+import type { ProxyEntry } from '../pool/pool.ts';
+import { MemberSync, RoundRobinCursor, usable } from './shared.ts';
+import type { Candidates, SelectionRequest, Strategy } from './types.ts';
+
+function countryOf(e: ProxyEntry): string | null {
+  return e.record.country === null ? null : e.record.country.toUpperCase();
+}
+
+/**
+ * Round-robin over the usable members whose `country` matches the request's `country`. When none
+ * matches (or none of those is usable now), it falls back to round-robin over every usable member:
+ * DECISIONS says the strategy *prefers* matching proxies, and an answer through another country
+ * serves the caller better than a failed request. Without a country it is plain round-robin.
+ * Members are indexed by country, so a selection does not scan the pool.
+ */
+export class GeoTargetedStrategy implements Strategy {
+  readonly name = 'geo-targeted' as const;
+  private readonly byCountry = new Map<string, ProxyEntry[]>();
+  private readonly cursors = new Map<string, RoundRobinCursor>();
+  private readonly indexed = new Set<ProxyEntry>();
+  private readonly sync = new MemberSync();
+  private readonly fallback = new RoundRobinCursor();
+
+  select(c: Candidates, req: SelectionRequest): ProxyEntry | null {
+    const ok = usable(c, req);
+    const country = req.country?.toUpperCase();
+    if (country) {
+      this.ensure(c.members);
+      const list = this.byCountry.get(country);
+      const hit = list ? this.cursorFor(country).next(list, ok) : null;
+      if (hit) return hit;
+    }
+    return this.fallback.next(c.members, ok);
+  }
+
+  added(e: ProxyEntry): void {
+    if (this.sync.built) this.insert(e);
+  }
+
+  removed(e: ProxyEntry): void {
+    if (!this.indexed.delete(e)) return;
+    const country = countryOf(e);
+    if (country === null) return;
+    const list = this.byCountry.get(country);
+    if (!list) return;
+    const idx = list.indexOf(e);
+    if (idx !== -1) list.splice(idx, 1);
+    if (list.length === 0) {
+      this.byCountry.delete(country);
+      this.cursors.delete(country);
+    }
+  }
+
+  private cursorFor(country: string): RoundRobinCursor {
+    let cur = this.cursors.get(country);
+    if (!cur) {
+      cur = new RoundRobinCursor();
+      this.cursors.set(country, cur);
+    }
+    return cur;
+  }
+
+  private insert(e: ProxyEntry): void {
+    if (this.indexed.has(e)) return;
+    this.indexed.add(e);
+    const country = countryOf(e);
+    if (country === null) return;
+    const list = this.byCountry.get(country);
+    if (list) list.push(e);
+    else this.byCountry.set(country, [e]);
+  }
+
+  private ensure(members: readonly ProxyEntry[]): void {
+    if (!this.sync.stale(members, this.indexed.size)) return;
+    this.indexed.clear();
+    this.byCountry.clear();
+    for (const e of members) this.insert(e);
+    this.sync.synced(members);
+  }
+}

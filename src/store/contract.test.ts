@@ -1,0 +1,172 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, afterEach, describe, it } from 'node:test';
+import pino from 'pino';
+import type { ProxyRecord } from '../pool/types.ts';
+import { MemoryStore } from './memory.ts';
+import { SqliteStore } from './sqlite.ts';
+import { DuplicateProxyError, type ProxyStore } from './types.ts';
+
+let clock = 1_700_000_000_000;
+
+/** A record with a fresh id and a later timestamp than the previous one. */
+function rec(o: Partial<ProxyRecord> = {}): ProxyRecord {
+  clock += 1;
+  return {
+    id: randomUUID(),
+    protocol: 'http',
+    host: 'proxy.example.com',
+    port: 3128,
+    username: null,
+    password: null,
+    weight: 1,
+    country: null,
+    tags: [],
+    createdAt: clock,
+    updatedAt: clock,
+    ...o,
+  };
+}
+
+async function all(store: ProxyStore): Promise<ProxyRecord[]> {
+  const out: ProxyRecord[] = [];
+  for await (const r of store.loadAll()) out.push(r);
+  return out;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'rota-contract-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const backends: { name: string; make(): ProxyStore }[] = [
+  { name: 'memory', make: () => new MemoryStore() },
+  {
+    name: 'sqlite',
+    make: () =>
+      new SqliteStore({
+        path: join(dir, `${randomUUID()}.db`),
+        secretKey: null,
+        logger: pino({ level: 'silent' }),
+      }),
+  },
+];
+
+for (const backend of backends) {
+  describe(`ProxyStore contract: ${backend.name}`, () => {
+    const made: ProxyStore[] = [];
+    const fresh = () => {
+      const s = backend.make();
+      made.push(s);
+      return s;
+    };
+    const opened = async () => {
+      const s = fresh();
+      await s.open();
+      return s;
+    };
+    afterEach(async () => {
+      for (const s of made.splice(0)) await s.close();
+    });
+
+    it('is connected only between open() and close()', async () => {
+      const s = fresh();
+      assert.equal(s.connected, false);
+      await s.open();
+      assert.equal(s.connected, true);
+      await s.close();
+      assert.equal(s.connected, false);
+      await s.close();
+      assert.equal(s.connected, false, 'a second close() is harmless');
+    });
+
+    it('inserts, gets and counts', async () => {
+      const s = await opened();
+      assert.equal(await s.count(), 0);
+      const a = rec({ username: 'alice', password: 'pw', weight: 2.5, country: 'DE', tags: ['x', 'y'] });
+      const b = rec({ protocol: 'socks5h', host: '::1', port: 1080 });
+      await s.insert(a);
+      await s.insert(b);
+      assert.equal(await s.count(), 2);
+      assert.deepEqual(await s.get(a.id), a);
+      assert.deepEqual(await s.get(b.id), b);
+      assert.equal(await s.get(randomUUID()), null);
+    });
+
+    it('loads everything in creation order, not id order', async () => {
+      const s = await opened();
+      const records = Array.from({ length: 6 }, (_, i) => rec({ port: 1000 + i }));
+      for (const r of records) await s.insert(r);
+      assert.equal(await s.remove(records[2]!.id), true);
+      const late = rec({ port: 2000 });
+      await s.insert(late);
+      const expected = [...records.slice(0, 2), ...records.slice(3), late];
+      assert.deepEqual(await all(s), expected);
+    });
+
+    it('rejects a second proxy with the same URL and username', async () => {
+      const s = await opened();
+      const first = rec({ username: 'alice', password: 'one' });
+      await s.insert(first);
+      await assert.rejects(s.insert(rec({ username: 'alice', password: 'two' })), DuplicateProxyError);
+      await assert.rejects(s.insert({ ...rec({ port: 9 }), id: first.id }), DuplicateProxyError);
+      assert.equal(await s.count(), 1);
+      await s.insert(rec({ username: 'bob' }));
+      await s.insert(rec({ username: null }));
+      await s.insert(rec({ username: 'alice', protocol: 'https' }));
+      await assert.rejects(s.insert(rec({ username: null })), DuplicateProxyError);
+      assert.equal(await s.count(), 4);
+    });
+
+    it('removes once, then reports false, and frees the identity', async () => {
+      const s = await opened();
+      const r = rec({ username: 'u' });
+      await s.insert(r);
+      assert.equal(await s.remove(r.id), true);
+      assert.equal(await s.remove(r.id), false);
+      assert.equal(await s.remove(randomUUID()), false);
+      assert.equal(await s.get(r.id), null);
+      await s.insert(rec({ username: 'u' }));
+      assert.equal(await s.count(), 1);
+    });
+
+    it('round-trips settings as copies', async () => {
+      const s = await opened();
+      assert.equal(await s.getSetting('missing'), null);
+      const value = { strategy: 'random', limits: { a: 1 }, list: [1, 'two', null] };
+      await s.putSetting('k', value);
+      value.limits.a = 99;
+      const got = (await s.getSetting('k')) as typeof value;
+      assert.deepEqual(got, { strategy: 'random', limits: { a: 1 }, list: [1, 'two', null] });
+      got.list.push('mutated');
+      assert.deepEqual(((await s.getSetting('k')) as typeof value).list, [1, 'two', null]);
+      await s.putSetting('k', 42);
+      assert.equal(await s.getSetting('k'), 42);
+      await s.putSetting('other', 'text');
+      assert.equal(await s.getSetting('other'), 'text');
+      assert.equal(await s.getSetting('k'), 42);
+    });
+
+    it('keeps null and unicode credentials exactly', async () => {
+      const s = await opened();
+      const none = rec();
+      const onlyUser = rec({ host: 'a.example', username: 'ünïcode-用户', password: null });
+      const fancy = rec({ host: 'b.example', username: 'emoji 🔑 :@/', password: 'pässwörd \u0000 密码 🧪' });
+      for (const r of [none, onlyUser, fancy]) await s.insert(r);
+      assert.deepEqual(await all(s), [none, onlyUser, fancy]);
+    });
+
+    it('keeps its data across close() and open() of the same instance', async () => {
+      const s = await opened();
+      const r = rec({ username: 'kept', password: 'kept-pw' });
+      await s.insert(r);
+      await s.putSetting('k', { v: 1 });
+      await s.close();
+      assert.equal(s.connected, false);
+      await s.open();
+      assert.deepEqual(await all(s), [r]);
+      assert.deepEqual(await s.getSetting('k'), { v: 1 });
+    });
+  });
+}

@@ -1,0 +1,251 @@
+import { Buffer } from 'node:buffer';
+import { closeSync, existsSync, openSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import type { Logger } from 'pino';
+import { identityKey, PROTOCOLS, type Protocol, type ProxyRecord } from '../pool/types.ts';
+import {
+  CredentialCipher,
+  CredentialDecryptError,
+  describeKeySource,
+  resolveKey,
+  StorageKeyError,
+} from './crypto.ts';
+import { migrate } from './migrations.ts';
+import { DuplicateProxyError, type ProxyStore } from './types.ts';
+
+type Db = Database.Database;
+
+interface Row {
+  id: string;
+  seq: number;
+  protocol: string;
+  host: string;
+  port: number;
+  username_enc: Buffer | null;
+  password_enc: Buffer | null;
+  weight: number;
+  country: string | null;
+  tags: string;
+  created_at: number;
+  updated_at: number;
+}
+
+const COLUMNS =
+  'id, seq, protocol, host, port, username_enc, password_enc, weight, country, tags, created_at, updated_at';
+// Rows are read in bounded batches so that no cursor stays open while the caller awaits between rows.
+const BATCH = 1000;
+
+function prepare(db: Db) {
+  return {
+    insert: db.prepare(
+      `INSERT INTO proxies (id, seq, protocol, host, port, username_enc, password_enc, identity, weight,
+         country, tags, created_at, updated_at)
+       VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM proxies), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    get: db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM proxies WHERE id = ?`),
+    batch: db.prepare<[number, number], Row>(
+      `SELECT ${COLUMNS} FROM proxies WHERE seq > ? ORDER BY seq LIMIT ?`,
+    ),
+    count: db.prepare<[], number>('SELECT COUNT(*) FROM proxies').pluck(),
+    remove: db.prepare<[string]>('DELETE FROM proxies WHERE id = ?'),
+    getSetting: db.prepare<[string], string>('SELECT value FROM settings WHERE key = ?').pluck(),
+    putSetting: db.prepare<[string, string]>(
+      'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    ),
+  };
+}
+
+type Statements = ReturnType<typeof prepare>;
+
+type State =
+  | { readonly kind: 'closed' }
+  | { readonly kind: 'open'; readonly db: Db; readonly stmts: Statements; readonly cipher: CredentialCipher };
+
+export interface SqliteStoreOptions {
+  readonly path: string;
+  /** ROTA_SECRET_KEY; null means a key file `<path>.key` beside the database. */
+  readonly secretKey: Buffer | null;
+  readonly logger: Logger;
+}
+
+/**
+ * better-sqlite3 is synchronous: each method's write has reached the disk (WAL, synchronous=FULL) by the
+ * time its promise resolves, so an acknowledged write survives kill -9 and power loss.
+ */
+export class SqliteStore implements ProxyStore {
+  readonly backend = 'sqlite' as const;
+  private state: State = { kind: 'closed' };
+  private readonly options: SqliteStoreOptions;
+
+  constructor(options: SqliteStoreOptions) {
+    this.options = options;
+  }
+
+  get connected(): boolean {
+    return this.state.kind === 'open';
+  }
+
+  async open(): Promise<void> {
+    if (this.state.kind === 'open') return;
+    createPrivately(this.options.path);
+    const db = new Database(this.options.path);
+    try {
+      configure(db, this.options.logger);
+      migrate(db);
+      const cipher = this.unlock(db);
+      this.state = { kind: 'open', db, stmts: prepare(db), cipher };
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+  }
+
+  async *loadAll(): AsyncIterable<ProxyRecord> {
+    let after = 0;
+    for (;;) {
+      const { stmts, cipher } = this.opened();
+      const records: ProxyRecord[] = [];
+      for (const row of stmts.batch.iterate(after, BATCH)) {
+        records.push(toRecord(row, cipher));
+        after = row.seq;
+      }
+      yield* records;
+      if (records.length < BATCH) return;
+    }
+  }
+
+  async get(id: string): Promise<ProxyRecord | null> {
+    const { stmts, cipher } = this.opened();
+    const row = stmts.get.get(id);
+    return row ? toRecord(row, cipher) : null;
+  }
+
+  async count(): Promise<number> {
+    return this.opened().stmts.count.get() ?? 0;
+  }
+
+  async insert(r: ProxyRecord): Promise<void> {
+    const { stmts, cipher } = this.opened();
+    const seal = (v: string | null, field: string) =>
+      v === null ? null : cipher.seal(v, context(r.id, field));
+    try {
+      stmts.insert.run(
+        r.id,
+        r.protocol,
+        r.host,
+        r.port,
+        seal(r.username, 'username'),
+        seal(r.password, 'password'),
+        cipher.identity(identityKey(r)),
+        r.weight,
+        r.country,
+        JSON.stringify(r.tags),
+        r.createdAt,
+        r.updatedAt,
+      );
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+        throw new DuplicateProxyError();
+      }
+      throw e;
+    }
+  }
+
+  async remove(id: string): Promise<boolean> {
+    return this.opened().stmts.remove.run(id).changes > 0;
+  }
+
+  async getSetting(key: string): Promise<unknown> {
+    const v = this.opened().stmts.getSetting.get(key);
+    return v === undefined ? null : JSON.parse(v);
+  }
+
+  async putSetting(key: string, value: unknown): Promise<void> {
+    this.opened().stmts.putSetting.run(key, JSON.stringify(value) ?? 'null');
+  }
+
+  async close(): Promise<void> {
+    if (this.state.kind !== 'open') return;
+    const { db } = this.state;
+    this.state = { kind: 'closed' };
+    // Folds the WAL into the database file so that a copy of the .db file alone is complete.
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.close();
+  }
+
+  private opened(): Extract<State, { kind: 'open' }> {
+    if (this.state.kind !== 'open') throw new Error('the SQLite store is not open');
+    return this.state;
+  }
+
+  /** Finds the key and proves it is the one the database was written with before anything is read. */
+  private unlock(db: Db): CredentialCipher {
+    const stored = db.prepare<[], Uint8Array>("SELECT value FROM meta WHERE key = 'key_fingerprint'").pluck();
+    const fingerprint = stored.get();
+    const resolved = resolveKey({
+      secretKey: this.options.secretKey,
+      keyFilePath: `${this.options.path}.key`,
+      mayCreate: fingerprint === undefined,
+      logger: this.options.logger,
+    });
+    const cipher = new CredentialCipher(resolved.key);
+    if (fingerprint === undefined) {
+      // Another process starting on the same new file may have recorded its key first: compare with that.
+      db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('key_fingerprint', ?)").run(
+        cipher.fingerprint,
+      );
+    }
+    if (!cipher.matches(stored.get() ?? Buffer.alloc(0))) {
+      throw new StorageKeyError(
+        `${describeKeySource(resolved.source)} does not match the key the database ${this.options.path} ` +
+          'was created with, so its credentials cannot be decrypted: start with the original key',
+      );
+    }
+    return cipher;
+  }
+}
+
+function context(id: string, field: string): string {
+  return `proxy ${id} ${field}`;
+}
+
+function toRecord(row: Row, cipher: CredentialCipher): ProxyRecord {
+  if (!(PROTOCOLS as readonly string[]).includes(row.protocol)) {
+    throw new CredentialDecryptError(`stored proxy ${row.id} has an unknown protocol`);
+  }
+  return {
+    id: row.id,
+    protocol: row.protocol as Protocol,
+    host: row.host,
+    port: row.port,
+    username: row.username_enc === null ? null : cipher.open(row.username_enc, context(row.id, 'username')),
+    password: row.password_enc === null ? null : cipher.open(row.password_enc, context(row.id, 'password')),
+    weight: row.weight,
+    country: row.country,
+    tags: JSON.parse(row.tags) as string[],
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+function configure(db: Db, logger: Logger): void {
+  db.pragma('busy_timeout = 5000');
+  const mode = String(db.pragma('journal_mode = WAL', { simple: true }));
+  if (mode.toLowerCase() !== 'wal') {
+    logger.warn({ journal_mode: mode }, 'SQLite could not switch to WAL mode on this file system');
+  }
+  // FULL syncs the WAL on every commit: NORMAL could lose the last acknowledged writes on power loss.
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+}
+
+/** SQLite gives the -wal and -shm files the database file's mode, so 0600 here covers all three. */
+function createPrivately(path: string): void {
+  if (existsSync(path)) return;
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+}

@@ -1,0 +1,182 @@
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
+import { Agent, type buildConnector, type Dispatcher } from 'undici';
+import { classifyTargetTlsError, dialTimeout } from './classify.ts';
+import { UpstreamError, type UpstreamTlsOptions } from './types.ts';
+
+/**
+ * What every dialer shares: a time budget for reaching the proxy, TCP and TLS helpers that honour it,
+ * TLS with the target through a tunnel, and the keep-alive Agent settings. A dialer only decides how
+ * to get a byte stream to the target; undici then speaks HTTP/1.1 over it and keeps it alive.
+ */
+
+export interface DialerOptions {
+  /** Bounds reaching the proxy: TCP, TLS with the proxy, CONNECT or SOCKS handshake. */
+  readonly connectTimeoutMs: number;
+  readonly tls: UpstreamTlsOptions;
+  /** Connections per target origin per proxy (undici pool size). */
+  readonly connections?: number;
+}
+
+/** Where undici wants a connection to (the target, as seen before any proxying). */
+export interface TargetAddress {
+  readonly protocol: 'http:' | 'https:';
+  readonly hostname: string; // IPv6 without brackets
+  readonly port: number;
+}
+
+/** `host:port` as written in CONNECT request lines and Host headers. */
+export function authority(hostname: string, port: number): string {
+  return `${hostname.includes(':') ? `[${hostname}]` : hostname}:${port}`;
+}
+
+/** SNI must be a DNS name; Node refuses IP addresses there. */
+export function serverName(hostname: string): string | undefined {
+  return net.isIP(hostname) === 0 ? hostname : undefined;
+}
+
+/** One timer for every step of a dial, so the whole of "reaching the proxy" costs at most `ms`. */
+export class DialBudget {
+  readonly signal: AbortSignal;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(ms: number) {
+    const controller = new AbortController();
+    this.signal = controller.signal;
+    this.#timer = setTimeout(() => controller.abort(dialTimeout(ms)), ms);
+    this.#timer.unref();
+  }
+
+  done(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+/**
+ * Waits for `event` on a fresh socket. Any error, an early close or the budget running out destroys the
+ * socket and rejects, so a half-built connection never leaks.
+ */
+export function once<S extends Duplex>(socket: S, event: string, signal: AbortSignal): Promise<S> {
+  return new Promise((resolve, reject) => {
+    const cleanup = () => {
+      socket.off(event, onEvent);
+      socket.off('error', onError);
+      socket.off('close', onClose);
+      signal.removeEventListener('abort', onAbort);
+    };
+    const onEvent = () => {
+      cleanup();
+      resolve(socket);
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      socket.destroy();
+      reject(err);
+    };
+    const onClose = () => onError(Object.assign(new Error('socket closed'), { code: 'ECONNRESET' }));
+    const onAbort = () => {
+      cleanup();
+      socket.destroy();
+      reject(signal.reason);
+    };
+    if (signal.aborted) return onAbort();
+    socket.once(event, onEvent);
+    socket.once('error', onError);
+    socket.once('close', onClose);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export async function connectTcp(host: string, port: number, signal: AbortSignal): Promise<net.Socket> {
+  const socket = net.connect({ host, port, noDelay: true });
+  return once(socket, 'connect', signal);
+}
+
+/** TCP + TLS to an https:// proxy. ALPN pins HTTP/1.1: we speak CONNECT or absolute-URI HTTP/1.1. */
+export async function connectTls(
+  host: string,
+  port: number,
+  opts: UpstreamTlsOptions,
+  signal: AbortSignal,
+): Promise<tls.TLSSocket> {
+  const socket = tls.connect({
+    host,
+    port,
+    servername: serverName(host),
+    ALPNProtocols: ['http/1.1'],
+    ...opts,
+  });
+  socket.setNoDelay(true);
+  return once(socket, 'secureConnect', signal);
+}
+
+/** TLS with the target inside an established tunnel (its own budget: the proxy part is done). */
+export async function targetTls(
+  tunnel: Duplex,
+  target: TargetAddress,
+  opts: UpstreamTlsOptions,
+  timeoutMs: number,
+): Promise<tls.TLSSocket> {
+  const socket = tls.connect({
+    socket: tunnel,
+    host: target.hostname,
+    servername: serverName(target.hostname),
+    ALPNProtocols: ['http/1.1'],
+    ...opts,
+  });
+  const controller = new AbortController();
+  const timer = setTimeout(() => {
+    const err = new UpstreamError(
+      'target_tls',
+      `TLS handshake with the target timed out after ${timeoutMs} ms`,
+      {
+        mayHaveReachedTarget: false,
+      },
+    );
+    controller.abort(err);
+  }, timeoutMs);
+  try {
+    return await once(socket, 'secureConnect', controller.signal);
+  } catch (err) {
+    tunnel.destroy();
+    throw classifyTargetTlsError(err);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function targetOf(opts: buildConnector.Options): TargetAddress {
+  const protocol = opts.protocol === 'https:' ? 'https:' : 'http:';
+  const port = opts.port ? Number(opts.port) : protocol === 'https:' ? 443 : 80;
+  const hostname = opts.hostname.startsWith('[') ? opts.hostname.slice(1, -1) : opts.hostname;
+  return { protocol, hostname, port };
+}
+
+/** Adapts a promise-returning dialer to undici's connect callback. */
+export function toConnector(
+  dial: (target: TargetAddress) => Promise<net.Socket | tls.TLSSocket>,
+): buildConnector.connector {
+  return (opts, callback) => {
+    dial(targetOf(opts)).then(
+      (socket) => callback(null, socket),
+      (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), null),
+    );
+  };
+}
+
+/**
+ * One long-lived Agent per proxy. pipelining 1: a proxy connection carries one request at a time, so a
+ * slow answer never holds up another. keepAliveTimeout stays short (undici shortens it further when the
+ * server announces its own) because a proxy closing an idle connection under us costs a failed attempt.
+ */
+export function makeAgent(connect: buildConnector.connector, opts: DialerOptions): Dispatcher {
+  return new Agent({
+    connect,
+    allowH2: false,
+    pipelining: 1,
+    connections: opts.connections ?? 32,
+    keepAliveTimeout: 4_000,
+    keepAliveMaxTimeout: 60_000,
+  });
+}

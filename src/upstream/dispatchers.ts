@@ -1,0 +1,115 @@
+import { createHash } from 'node:crypto';
+import type { Dispatcher } from 'undici';
+import type { ProxyRecord } from '../pool/types.ts';
+import type { DialerOptions } from './dial.ts';
+import { createHttpProxyDispatcher } from './http-proxy.ts';
+import { createSocksDispatcher } from './socks.ts';
+import type { UpstreamTlsOptions } from './types.ts';
+
+export interface DispatcherCacheOptions {
+  /** ROTA_CONNECT_TIMEOUT_S in ms: bounds TCP, TLS, CONNECT or SOCKS handshake with a proxy. */
+  readonly connectTimeoutMs: number;
+  readonly tls?: UpstreamTlsOptions;
+  /** Connections per target origin per proxy. Default 32. */
+  readonly connections?: number;
+  /** How long close() lets in-flight requests finish before their sockets are destroyed. Default 5 s. */
+  readonly closeGraceMs?: number;
+}
+
+interface Entry {
+  readonly fingerprint: string;
+  readonly dispatcher: Dispatcher;
+}
+
+/** Changes to any of these make the cached dispatcher wrong (a PUT may change address or credentials). */
+function fingerprint(r: ProxyRecord): string {
+  const parts = [r.protocol, r.host, String(r.port), r.username ?? '\u0000', r.password ?? '\u0000'];
+  return createHash('sha256').update(parts.join('\u0001')).digest('base64');
+}
+
+export function createDispatcher(record: ProxyRecord, opts: DialerOptions): Dispatcher {
+  switch (record.protocol) {
+    case 'http':
+    case 'https':
+      return createHttpProxyDispatcher(record, opts);
+    case 'socks4':
+    case 'socks4a':
+    case 'socks5':
+    case 'socks5h':
+      return createSocksDispatcher(record, opts);
+  }
+}
+
+/**
+ * One long-lived dispatcher per proxy, so that its keep-alive connections (and tunnels) are reused
+ * across requests. Dispatchers are created on first use and closed when their proxy is deleted.
+ */
+export class DispatcherCache {
+  readonly #entries = new Map<string, Entry>();
+  readonly #dialer: DialerOptions;
+  readonly #closeGraceMs: number;
+  readonly #closing = new Set<Promise<void>>();
+
+  constructor(opts: DispatcherCacheOptions) {
+    this.#dialer = {
+      connectTimeoutMs: opts.connectTimeoutMs,
+      tls: opts.tls ?? {},
+      connections: opts.connections,
+    };
+    this.#closeGraceMs = opts.closeGraceMs ?? 5_000;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  get(record: ProxyRecord): Dispatcher {
+    const fp = fingerprint(record);
+    const entry = this.#entries.get(record.id);
+    if (entry?.fingerprint === fp) return entry.dispatcher;
+    if (entry) this.#retire(entry.dispatcher);
+    const dispatcher = createDispatcher(record, this.#dialer);
+    this.#entries.set(record.id, { fingerprint: fp, dispatcher });
+    return dispatcher;
+  }
+
+  /** Called when a proxy is deleted: idle sockets close now, in-flight requests get a short grace. */
+  async close(id: string): Promise<void> {
+    const entry = this.#entries.get(id);
+    if (!entry) return;
+    this.#entries.delete(id);
+    await this.#retire(entry.dispatcher);
+  }
+
+  async closeAll(): Promise<void> {
+    const all = [...this.#entries.values()];
+    this.#entries.clear();
+    await Promise.all([...all.map((e) => this.#retire(e.dispatcher)), ...this.#closing]);
+  }
+
+  #retire(dispatcher: Dispatcher): Promise<void> {
+    const done = closeWithGrace(dispatcher, this.#closeGraceMs);
+    this.#closing.add(done);
+    void done.finally(() => this.#closing.delete(done));
+    return done;
+  }
+}
+
+/** close() waits for in-flight requests; past the grace, destroy() ends their sockets too. */
+async function closeWithGrace(dispatcher: Dispatcher, graceMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const closed = dispatcher.close().then(
+    () => true,
+    () => true,
+  );
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), graceMs);
+  });
+  try {
+    if (!(await Promise.race([closed, late]))) await dispatcher.destroy();
+  } catch {
+    // A dispatcher already destroyed by a racing closeAll(); nothing left to release.
+  } finally {
+    clearTimeout(timer);
+  }
+}

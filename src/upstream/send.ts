@@ -1,0 +1,211 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { type AttemptPhase, classifySendError } from './classify.ts';
+import { UpstreamError, type UpstreamRequest, type UpstreamResponse } from './types.ts';
+
+/**
+ * One attempt through one proxy's dispatcher: no retry, no redirect following (a 3xx comes back as
+ * is), the response read into a Buffer with a hard cap, every failure an UpstreamError.
+ */
+
+/** Never forwarded: hop-by-hop (RFC 9110 7.6.1), proxy credentials, and what undici computes itself. */
+const DROPPED = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host', // the target URL decides Host; a caller-chosen Host would reach other virtual hosts
+  'content-length', // undici sets it from the body
+  'expect', // undici refuses it
+]);
+
+export function outboundHeaders(headers: Record<string, string>): Record<string, string> {
+  const listed = new Set<string>();
+  for (const [k, v] of Object.entries(headers)) {
+    if (k.toLowerCase() !== 'connection') continue;
+    for (const name of v.split(',')) listed.add(name.trim().toLowerCase());
+  }
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    const name = k.toLowerCase();
+    if (!DROPPED.has(name) && !listed.has(name)) out[name] = v;
+  }
+  return out;
+}
+
+function responseHeaders(h: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+function tooLarge(limit: number): UpstreamError {
+  return new UpstreamError('response_too_large', `the response is larger than ${limit} bytes`, {
+    mayHaveReachedTarget: true,
+  });
+}
+
+function deadlineError(phase: AttemptPhase): UpstreamError {
+  if (phase === 'queued') {
+    return new UpstreamError(
+      'timeout',
+      'deadline reached before the request could be sent through the proxy',
+      {
+        mayHaveReachedTarget: false,
+      },
+    );
+  }
+  if (phase === 'sent') {
+    return new UpstreamError('timeout', 'deadline reached before the target answered', {
+      mayHaveReachedTarget: true,
+    });
+  }
+  return new UpstreamError('response_timeout', 'deadline reached while the response body was arriving', {
+    mayHaveReachedTarget: true,
+  });
+}
+
+function callerAbort(phase: AttemptPhase): UpstreamError {
+  return new UpstreamError('aborted', 'the caller abandoned the request', {
+    mayHaveReachedTarget: phase !== 'queued',
+  });
+}
+
+/** Tracks one attempt; settles exactly once and aborts the undici request when it fails early. */
+class Attempt implements Dispatcher.DispatchHandler {
+  phase: AttemptPhase = 'queued';
+  #controller: Dispatcher.DispatchController | null = null;
+  #failure: UpstreamError | null = null;
+  #settled = false;
+  #status = 0;
+  #headers: Record<string, string | string[]> = {};
+  #chunks: Buffer[] = [];
+  #size = 0;
+  readonly #limit: number;
+  readonly #head: boolean;
+  readonly #resolve: (r: UpstreamResponse) => void;
+  readonly #reject: (e: UpstreamError) => void;
+
+  constructor(
+    limit: number,
+    head: boolean,
+    resolve: (r: UpstreamResponse) => void,
+    reject: (e: UpstreamError) => void,
+  ) {
+    this.#limit = limit;
+    this.#head = head;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  fail(err: UpstreamError): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#failure = err;
+    this.#chunks = [];
+    this.#reject(err);
+    if (this.#controller && !this.#controller.aborted) this.#controller.abort(err);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController, _context: unknown): void {
+    this.#controller = controller;
+    // Settled while still queued (deadline, caller): the request must not go out late.
+    if (this.#failure) controller.abort(this.#failure);
+    else this.phase = 'sent';
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
+    this.phase = 'receiving';
+    this.#status = status;
+    this.#headers = responseHeaders(headers);
+    const declared = Number(headers['content-length']);
+    if (!this.#head && Number.isFinite(declared) && declared > this.#limit) this.fail(tooLarge(this.#limit));
+  }
+
+  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return;
+    if (this.#size + chunk.length > this.#limit) {
+      this.fail(tooLarge(this.#limit));
+      return;
+    }
+    this.#size += chunk.length;
+    this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    const body = Buffer.concat(this.#chunks, this.#size);
+    this.#chunks = [];
+    const response = { statusCode: this.#status, headers: this.#headers, body };
+    // With pipelining 1, undici frees the connection in a setImmediate queued right after this callback
+    // (then a drain microtask). Settling one check phase later lets a caller that sends its next request
+    // at once find the connection free, instead of opening a second one. Costs one loop turn.
+    setImmediate(() => setImmediate(() => this.#resolve(response)));
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController | null, err: Error): void {
+    this.fail(classifySendError(err, this.phase));
+  }
+}
+
+export function send(dispatcher: Dispatcher, req: UpstreamRequest): Promise<UpstreamResponse> {
+  const remaining = req.deadline - performance.now();
+  if (remaining <= 0) return Promise.reject(deadlineError('queued'));
+  if (req.signal?.aborted) return Promise.reject(callerAbort('queued'));
+  if (req.url.protocol !== 'http:' && req.url.protocol !== 'https:') {
+    return Promise.reject(
+      new UpstreamError('invalid_request', 'only http and https targets are supported', {
+        mayHaveReachedTarget: false,
+      }),
+    );
+  }
+  return new Promise<UpstreamResponse>((resolve, reject) => {
+    const onAbort = () => attempt.fail(callerAbort(attempt.phase));
+    const timer = setTimeout(() => attempt.fail(deadlineError(attempt.phase)), remaining);
+    const done = () => {
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', onAbort);
+    };
+    const attempt = new Attempt(
+      req.maxResponseBytes,
+      req.method.toUpperCase() === 'HEAD',
+      (r) => {
+        done();
+        resolve(r);
+      },
+      (e) => {
+        done();
+        reject(e);
+      },
+    );
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+    // undici's own timers are only a safety net behind the deadline above.
+    const safety = Math.ceil(remaining) + 1_000;
+    try {
+      dispatcher.dispatch(
+        {
+          origin: req.url.origin,
+          path: `${req.url.pathname}${req.url.search}`,
+          method: req.method.toUpperCase(),
+          headers: outboundHeaders(req.headers),
+          body: req.body,
+          headersTimeout: safety,
+          bodyTimeout: safety,
+        },
+        attempt,
+      );
+    } catch (err) {
+      attempt.fail(classifySendError(err, 'queued'));
+    }
+  });
+}

@@ -1,0 +1,183 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { type RunningRota, spawnRota, startTrapProxy, type TrapProxy } from './helpers/browser.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SKIP = existsSync(CHROMIUM)
+  ? false
+  : `${CHROMIUM} is missing: scripts/system-deps.sh could not install Debian's chromium on this machine`;
+
+/**
+ * Playwright's own list of disabled features (it keeps Chromium quiet on start-up) plus autofill's
+ * server queries, which Swagger UI's forms would otherwise trigger. A second --disable-features replaces
+ * the first, so the whole list is given here.
+ */
+const DISABLED_FEATURES = [
+  'AvoidUnnecessaryBeforeUnloadCheckSync',
+  'DestroyProfileOnBrowserClose',
+  'HttpsUpgrades',
+  'HttpsFirstBalancedModeAutoEnable',
+  'LensOverlay',
+  'MediaRouter',
+  'PaintHolding',
+  'ThirdPartyStoragePartitioning',
+  'OptimizationHints',
+  'NetworkTimeServiceQuerying',
+  'AimEnabled',
+  'PreconnectToSearch',
+  'AutofillServerCommunication',
+].join(',');
+
+// Logged by the page itself, so violations show up even when the browser reports them only as events.
+const CSP_LISTENER = `document.addEventListener('securitypolicyviolation', (e) => {
+  console.error('CSP violation: ' + e.violatedDirective + ' blocked ' + e.blockedURI);
+});`;
+
+interface Operation {
+  method: string;
+  path: string;
+  operationId: string;
+  summary: string;
+}
+
+interface Visit {
+  page: Page;
+  requests: string[];
+  problems: string[];
+}
+
+interface OpenApiPaths {
+  paths: Record<string, Record<string, { operationId?: string; summary?: string }>>;
+}
+
+function operationsOf(doc: OpenApiPaths): Operation[] {
+  const ops: Operation[] = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      ops.push({ method, path, operationId: op.operationId ?? '', summary: op.summary ?? '' });
+    }
+  }
+  return ops;
+}
+
+describe('docs in headless Chromium, offline', { skip: SKIP }, () => {
+  let rota: RunningRota;
+  let browser: Browser;
+  let pageTrap: TrapProxy;
+  let browserSink: TrapProxy;
+  let context: BrowserContext;
+  let ops: Operation[];
+
+  before(async () => {
+    // With auth on, the docs must still load without a key (DECISIONS).
+    [rota, pageTrap, browserSink] = await Promise.all([
+      spawnRota({ ROTA_REQUIRE_AUTH: 'true', ROTA_API_KEY: 'docs-browser-test-key-0123456789' }),
+      startTrapProxy(),
+      startTrapProxy(),
+    ]);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        `--disable-features=${DISABLED_FEATURES}`,
+        // Chromium's own background traffic (updates, sign-in) is not the docs' doing; it goes to a sink
+        // so that nothing leaves the machine, and is not asserted on.
+        `--proxy-server=${browserSink.server}`,
+      ],
+    });
+    // Everything the pages (and their workers) try to fetch off loopback lands in pageTrap.
+    context = await browser.newContext({
+      viewport: { width: 1280, height: 900 },
+      proxy: { server: pageTrap.server, bypass: '127.0.0.1' },
+    });
+    await context.addInitScript({ content: CSP_LISTENER });
+    const res = await fetch(`${rota.base}/openapi.json`);
+    assert.equal(res.status, 200);
+    ops = operationsOf((await res.json()) as OpenApiPaths);
+    assert.ok(ops.length > 0);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await Promise.all([rota?.stop(), pageTrap?.close(), browserSink?.close()]);
+  });
+
+  async function visit(path: string): Promise<Visit> {
+    const page = await context.newPage();
+    const requests: string[] = [];
+    const problems: string[] = [];
+    page.on('request', (r) => requests.push(r.url()));
+    page.on('console', (m) => {
+      if (m.type() === 'error' || /content security policy/i.test(m.text())) problems.push(m.text());
+    });
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    page.on('requestfailed', (r) => problems.push(`failed: ${r.url()} ${r.failure()?.errorText ?? ''}`));
+    page.on('response', (r) => {
+      if (r.status() >= 400) problems.push(`HTTP ${r.status()} for ${r.url()}`);
+    });
+    const res = await page.goto(`${rota.base}${path}`);
+    assert.equal(res?.status(), 200, `${path} without an API key`);
+    return { page, requests, problems };
+  }
+
+  function assertOffline(v: Visit): void {
+    const origin = `${rota.base}/`;
+    const offLoopback = v.requests.filter(
+      (u) => !u.startsWith(origin) && !u.startsWith('data:') && !u.startsWith(`blob:${origin}`),
+    );
+    assert.deepEqual(offLoopback, [], 'every request the page makes stays on the Rota origin');
+    assert.deepEqual(pageTrap.attempts, [], 'no connection attempt off loopback');
+    assert.deepEqual(v.problems, [], 'no console errors, CSP violations or failed requests');
+  }
+
+  it('Swagger UI at /docs renders every operation', async () => {
+    const v = await visit('/docs');
+    const rows = v.page.locator('.opblock');
+    await rows.nth(ops.length - 1).waitFor({ timeout: 15_000 });
+    const methods = await v.page.locator('.opblock .opblock-summary-method').allInnerTexts();
+    const paths = await v.page.locator('.opblock .opblock-summary-path').allInnerTexts();
+    const shown = methods.map((m, i) => `${m.toLowerCase()} ${paths[i]?.replace(/\u200b/g, '')}`);
+    assert.deepEqual(shown.sort(), ops.map((o) => `${o.method} ${o.path}`).sort());
+    assert.ok(shown.includes('get /api/v1/proxies'));
+    // Let late requests (favicon, lazy chunks) happen before judging.
+    await v.page.waitForLoadState('networkidle');
+    await v.page.screenshot({ path: '/tmp/rota-docs.png' });
+    assertOffline(v);
+    assert.ok(
+      v.requests.some((u) => u.endsWith('/docs/json')),
+      'the UI fetched the document',
+    );
+    await v.page.close();
+  });
+
+  it('ReDoc at /redoc renders every operation', async () => {
+    const v = await visit('/redoc');
+    const first = ops[0]!;
+    await v.page.locator(`[data-section-id="operation/${first.operationId}"]`).waitFor({ timeout: 15_000 });
+    for (const op of ops) {
+      const section = v.page.locator(`[data-section-id="operation/${op.operationId}"]`);
+      assert.equal(await section.count(), 1, `${op.method} ${op.path} has a section`);
+      assert.equal(((await section.locator('h2').first().textContent()) ?? '').trim(), op.summary);
+    }
+    // Tags start collapsed, so their entries are in the menu but not all visible.
+    const menu = (await v.page.locator('.menu-content').textContent()) ?? '';
+    for (const op of ops) assert.ok(menu.includes(op.summary), `menu lists "${op.summary}"`);
+    await v.page.waitForLoadState('networkidle');
+    await v.page.screenshot({ path: '/tmp/rota-redoc.png' });
+    assertOffline(v);
+    assert.ok(
+      v.requests.some((u) => u.endsWith('/openapi.json')),
+      'ReDoc fetched the document',
+    );
+    await v.page.close();
+  });
+});

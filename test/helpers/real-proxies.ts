@@ -1,0 +1,206 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * Real third-party proxies for integration tests: Debian's tinyproxy (HTTP, optional Basic auth) and
+ * dante-server (SOCKS4/5, optional username/password). Each runs in the foreground on a free loopback
+ * port with a generated config, is awaited until it accepts connections, and is killed on close().
+ * scripts/system-deps.sh installs both; a missing binary fails loudly, never skips.
+ */
+
+export interface RealProxy {
+  readonly port: number;
+  readonly username: string | null;
+  readonly password: string | null;
+  close(): Promise<void>;
+}
+
+const TINYPROXY = '/usr/bin/tinyproxy';
+const DANTED = '/usr/sbin/danted';
+
+/** The system user dante checks username/password against (created on demand, left in place). */
+export const SOCKS_TEST_USER = 'rota-socks-test';
+export const SOCKS_TEST_PASSWORD = 'Rota-socks-pw-1';
+
+function requireBinary(path: string, pkg: string): void {
+  if (!existsSync(path)) {
+    throw new Error(`${path} is missing: install the Debian package ${pkg} (scripts/system-deps.sh does it)`);
+  }
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const addr = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (addr === null || typeof addr === 'string') throw new Error('no free port');
+  return addr.port;
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** Starts `cmd` in its own process group and waits until `port` accepts connections. */
+async function launch(
+  name: string,
+  cmd: string,
+  args: string[],
+  port: number,
+  dir: string,
+): Promise<RealProxy> {
+  const child = spawn(cmd, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (b: Buffer) => {
+    output = (output + b.toString('utf8')).slice(-4000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  let exited = false;
+  child.once('exit', () => {
+    exited = true;
+  });
+  const deadline = Date.now() + 10_000;
+  while (!(await canConnect(port))) {
+    if (exited || Date.now() > deadline) {
+      await kill(child);
+      await rm(dir, { recursive: true, force: true });
+      throw new Error(`${name} did not start listening on 127.0.0.1:${port}. Output:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    port,
+    username: null,
+    password: null,
+    close: async () => {
+      await kill(child);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** SIGTERM to the process group we started (dante forks helpers), SIGKILL if it lingers. */
+async function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const pid = child.pid;
+  const gone = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const signal = (s: NodeJS.Signals) => {
+    try {
+      process.kill(-pid, s);
+    } catch {
+      // Already gone.
+    }
+  };
+  signal('SIGTERM');
+  const timer = setTimeout(() => signal('SIGKILL'), 3_000);
+  await gone;
+  clearTimeout(timer);
+}
+
+function isRoot(): boolean {
+  return typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+export async function startTinyproxy(
+  opts: { auth?: { username: string; password: string } } = {},
+): Promise<RealProxy> {
+  requireBinary(TINYPROXY, 'tinyproxy');
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'rota-tinyproxy-'));
+  const lines = [
+    `Port ${port}`,
+    'Listen 127.0.0.1',
+    'Timeout 30',
+    'MaxClients 64',
+    'Allow 127.0.0.1',
+    'LogLevel Warning',
+    'DisableViaHeader Yes',
+  ];
+  // tinyproxy drops privileges when started as root; it needs someone to become.
+  if (isRoot()) lines.push('User nobody', 'Group nogroup');
+  if (opts.auth) lines.push(`BasicAuth ${opts.auth.username} ${opts.auth.password}`);
+  const conf = join(dir, 'tinyproxy.conf');
+  await writeFile(conf, `${lines.join('\n')}\n`);
+  const proxy = await launch('tinyproxy', TINYPROXY, ['-d', '-c', conf], port, dir);
+  return { ...proxy, username: opts.auth?.username ?? null, password: opts.auth?.password ?? null };
+}
+
+/**
+ * dante checks SOCKS5 username/password against system accounts, so a dedicated user with a known
+ * password is created (or its password reset) when we run as root. Without root this is impossible
+ * and the caller gets a clear error instead of a silent skip.
+ */
+export function ensureSocksUser(): void {
+  if (!isRoot()) {
+    throw new Error(
+      `dante username auth needs the system user ${SOCKS_TEST_USER}; creating it needs root (run the tests as root, or create it with password ${SOCKS_TEST_PASSWORD})`,
+    );
+  }
+  const exists = () => {
+    try {
+      execFileSync('id', ['-u', SOCKS_TEST_USER], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!exists()) {
+    const args = ['--system', '--no-create-home', '--shell', '/usr/sbin/nologin', SOCKS_TEST_USER];
+    try {
+      execFileSync('useradd', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    } catch (err) {
+      if (!exists()) throw err; // otherwise a concurrent run created it first
+    }
+  }
+  // Another test process may hold the shadow-file lock for a moment: retry briefly.
+  for (let i = 0; ; i++) {
+    try {
+      execFileSync('chpasswd', {
+        input: `${SOCKS_TEST_USER}:${SOCKS_TEST_PASSWORD}\n`,
+        stdio: ['pipe', 'ignore', 'pipe'],
+      });
+      return;
+    } catch (err) {
+      if (i >= 4) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    }
+  }
+}
+
+export async function startDante(opts: { auth?: boolean } = {}): Promise<RealProxy> {
+  requireBinary(DANTED, 'dante-server');
+  if (opts.auth) ensureSocksUser();
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'rota-dante-'));
+  const conf = join(dir, 'danted.conf');
+  const privileged = isRoot() ? ['user.privileged: root', 'user.unprivileged: nobody'] : [];
+  await writeFile(
+    conf,
+    [
+      'logoutput: stderr',
+      `internal: 127.0.0.1 port = ${port}`,
+      'external: 127.0.0.1',
+      'clientmethod: none',
+      `socksmethod: ${opts.auth ? 'username' : 'none'}`,
+      ...privileged,
+      'client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }',
+      'socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }',
+      '',
+    ].join('\n'),
+  );
+  const proxy = await launch('danted', DANTED, ['-f', conf, '-N', '1'], port, dir);
+  if (!opts.auth) return proxy;
+  return { ...proxy, username: SOCKS_TEST_USER, password: SOCKS_TEST_PASSWORD };
+}
