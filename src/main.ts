@@ -77,6 +77,12 @@ function isLoopback(host: string): boolean {
 }
 
 main().catch((err: unknown) => {
+  // Errors with a stable code (storage key, migrations) are operator errors: say what, not where.
+  const code = (err as { code?: unknown } | null)?.code;
+  if (err instanceof Error && typeof code === 'string' && code.startsWith('STORAGE_')) {
+    process.stderr.write(`${code} ${err.message}\n`);
+    process.exit(2);
+  }
   process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   process.exit(1);
 });

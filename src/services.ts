@@ -148,6 +148,7 @@ export async function createServices(
     monotonic: clock.monotonic,
     now: clock.now,
     maxResponseBytes: config.maxResponseBytes,
+    connectTimeoutMs: config.connectTimeoutS * 1000,
   });
   const health = new HealthChecker({
     pool,

@@ -39,6 +39,7 @@ export interface ExecutorDeps {
   now: () => number;
   random: () => number;
   maxResponseBytes: number;
+  connectTimeoutMs: number;
   onCall: (call: CallRecord) => void;
 }
 
@@ -105,7 +106,8 @@ export class Executor {
       const permit = this.d.breakers.admit(entry.record.id);
       if (!permit) continue; // lost a half-open trial slot to a concurrent call: not an attempt
       const n = attempts.length + 1;
-      const result = await this.attempt(entry, permit, input, deadline, policy, n, attempts);
+      const slice = replayable ? this.attemptDeadline(deadline, policy.max_attempts - n + 1) : deadline;
+      const result = await this.attempt(entry, permit, input, slice, policy, n, attempts);
       if (result.type === 'response') {
         lastAnswer = { response: result.response, proxy: entry, attempts: n };
         if (!result.retryable || !replayable) return lastAnswer;
@@ -117,9 +119,9 @@ export class Executor {
       failed.push(describeAttempt(entry, err));
       if (err.kind === 'aborted' || err.kind === 'response_too_large' || err.kind === 'target_tls') break;
       if (err.mayHaveReachedTarget && !replayable) throw unsafeToRetryError(err, failed);
-      // A proxy that never got the request is a different resource from the next one: fail over at once.
-      // Only when the target may have seen it do we back off before asking again.
-      if (err.mayHaveReachedTarget) await this.backoff(policy, n + 1, deadline);
+      // A proxy fault is left at once: the next proxy is a different resource, there is nothing to back
+      // off from. Only a target-side failure (it may be overloaded) waits before asking again.
+      if (!err.proxyFault) await this.backoff(policy, n + 1, deadline);
     }
     if (lastAnswer) return lastAnswer; // every proxy got a retryable answer: the target's answer is the result
     throw callError(lastError, failed, this.d.monotonic() >= deadline);
@@ -203,6 +205,19 @@ export class Executor {
       latencyMs,
       ...(r.type === 'error' ? { kind: r.error.kind } : {}),
     });
+  }
+
+  /**
+   * A proxy that accepts the connection and never answers looks, in absolute-URI form, exactly like a slow
+   * target: only time tells them apart. So that one such proxy cannot eat the whole deadline, an attempt
+   * that can still fail over gets an equal share of what is left (never less than two connect timeouts).
+   */
+  private attemptDeadline(deadline: number, attemptsLeft: number): number {
+    if (attemptsLeft <= 1) return deadline;
+    const now = this.d.monotonic();
+    const left = deadline - now;
+    const share = Math.max(left / attemptsLeft, 2 * this.d.connectTimeoutMs);
+    return Math.min(deadline, now + share);
   }
 
   private async backoff(policy: RetryPolicy, nextAttempt: number, deadline: number): Promise<void> {

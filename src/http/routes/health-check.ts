@@ -35,6 +35,11 @@ export function healthCheckRoutes(services: Services): FastifyPluginAsync {
       app.post<{ Body: Static<typeof Body> | undefined }>(
         path,
         {
+          // No body at all means "check every proxy", like an empty object.
+          preValidation: (req, _reply, done) => {
+            if (req.body === undefined || req.body === null) req.body = {};
+            done();
+          },
           config: {
             audit: deprecated ? 'proxy.test' : 'proxy.health_check',
             rateLimit: routeLimit('healthCheck', services.config, services.settings),

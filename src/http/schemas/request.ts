@@ -11,7 +11,9 @@ export const ProxiedRequestBody = Type.Object(
       maxProperties: 100,
       default: {},
     }),
-    body: Nullable(Type.String()),
+    body: Type.Optional(
+      Nullable(Type.String({ description: 'Request body for the target; null or absent for none' })),
+    ),
     body_encoding: Type.Optional(
       Type.Enum(['utf8', 'base64'], { description: 'How `body` is encoded; default utf8' }),
     ),
