@@ -42,11 +42,17 @@ export function callError(
 
 /** A failure after the request may have reached the target, on a call that must not be replayed. */
 export function unsafeToRetryError(last: UpstreamError, failed: FailedAttempt[]): ApiError {
+  const details = { attempts: failed, reason: 'non_idempotent' };
+  if (last.kind === 'timeout') {
+    return new ApiError(
+      'REQUEST_TIMEOUT',
+      'The request timed out after it may have reached the target; not replayed',
+      { details },
+    );
+  }
   return new ApiError(
     'PROXY_ERROR',
     'The proxy failed after the request may have reached the target; not replayed',
-    {
-      details: { attempts: failed, reason: 'non_idempotent' },
-    },
+    { details },
   );
 }
