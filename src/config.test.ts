@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from './config.ts';
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    assert.ok(e instanceof ConfigError);
+    return [...e.problems];
+  }
+  assert.fail('expected a ConfigError');
+}
+
+describe('config', () => {
+  it('has the documented defaults and is frozen', () => {
+    const c = loadConfig({});
+    assert.equal(c.host, '127.0.0.1');
+    assert.equal(c.port, 8000);
+    assert.equal(c.strategy, 'round-robin');
+    assert.equal(c.timeoutS, 30);
+    assert.equal(c.maxRetries, 3);
+    assert.deepEqual(c.rateLimit, { limit: 100, windowMs: 60_000 });
+    assert.deepEqual(c.apiKeyRateLimit, c.rateLimit);
+    assert.equal(c.routeRateLimits.request.limit, 50);
+    assert.equal(c.routeRateLimits.addProxy.limit, 10);
+    assert.equal(c.routeRateLimits.config.limit, 5);
+    assert.equal(c.routeRateLimits.reset.limit, 10);
+    assert.equal(c.auditLog, true);
+    assert.equal(c.maxBodyBytes, 1_048_576);
+    assert.equal(c.maxResponseBytes, 10_485_760);
+    assert.equal(c.corsAllowCredentials, true);
+    assert.equal(c.clientIpHeader, 'x-forwarded-for');
+    assert.equal(c.breaker.failureThreshold, 5);
+    assert.ok(Object.isFrozen(c) && Object.isFrozen(c.breaker) && Object.isFrozen(c.corsOrigins));
+    assert.throws(() => {
+      (c as { port: number }).port = 1;
+    });
+  });
+
+  it('parses lists, rates, booleans and the secret key', () => {
+    const c = loadConfig({
+      ROTA_CORS_ORIGINS: 'https://a.example, https://b.example',
+      ROTA_RATE_LIMIT: '200/hour',
+      ROTA_REQUIRE_AUTH: 'yes',
+      ROTA_API_KEY: 'k',
+      ROTA_TRUSTED_PROXIES: '10.0.0.0/8,::1',
+      ROTA_SECRET_KEY: 'a'.repeat(64),
+      ROTA_STRATEGY: 'least-used',
+    });
+    assert.deepEqual(c.corsOrigins, ['https://a.example', 'https://b.example']);
+    assert.deepEqual(c.rateLimit, { limit: 200, windowMs: 3_600_000 });
+    assert.equal(c.requireAuth, true);
+    assert.deepEqual(c.trustedProxies, ['10.0.0.0/8', '::1/128']);
+    assert.equal(c.secretKey?.length, 32);
+    assert.equal(c.strategy, 'least-used');
+  });
+
+  it('reports every bad value at once, naming each variable', () => {
+    const problems = problemsOf({
+      ROTA_PORT: '99999',
+      ROTA_TIMEOUT: '0',
+      ROTA_MAX_RETRIES: 'many',
+      ROTA_STRATEGY: 'fastest',
+      ROTA_RATE_LIMIT: '100 per minute',
+      ROTA_REQUIRE_AUTH: 'maybe',
+      ROTA_TRUSTED_PROXIES: 'not-a-cidr',
+      ROTA_HEALTH_CHECK_URL: 'ftp://x',
+      ROTA_SECRET_KEY: 'short',
+      ROTA_LOG_LEVEL: 'loud',
+    });
+    const named = problems.map((p) => p.split(':')[0]);
+    for (const v of [
+      'ROTA_PORT',
+      'ROTA_TIMEOUT',
+      'ROTA_MAX_RETRIES',
+      'ROTA_STRATEGY',
+      'ROTA_RATE_LIMIT',
+      'ROTA_REQUIRE_AUTH',
+      'ROTA_TRUSTED_PROXIES',
+      'ROTA_HEALTH_CHECK_URL',
+      'ROTA_SECRET_KEY',
+      'ROTA_LOG_LEVEL',
+    ]) {
+      assert.ok(named.includes(v), `${v} missing from ${JSON.stringify(problems)}`);
+    }
+    assert.ok(!problems.join('\n').includes('short'), 'the secret key value is never echoed');
+  });
+
+  it('refuses auth without a key, and a wildcard origin with credentials', () => {
+    assert.deepEqual(
+      problemsOf({ ROTA_REQUIRE_AUTH: 'true' }).map((p) => p.split(':')[0]),
+      ['ROTA_API_KEY'],
+    );
+    assert.deepEqual(
+      problemsOf({ ROTA_CORS_ORIGINS: '*' }).map((p) => p.split(':')[0]),
+      ['ROTA_CORS_ORIGINS'],
+    );
+    assert.equal(
+      loadConfig({ ROTA_CORS_ORIGINS: '*', ROTA_CORS_ALLOW_CREDENTIALS: 'false' }).corsOrigins[0],
+      '*',
+    );
+  });
+
+  it('refuses several workers until shared state exists', () => {
+    assert.deepEqual(
+      problemsOf({ ROTA_WORKERS: '2' }).map((p) => p.split(':')[0]),
+      ['ROTA_WORKERS'],
+    );
+  });
+});
