@@ -55,15 +55,7 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
   registerValidators(app);
   registerJsonParser(app, config.maxBodyBytes);
   registerHooks(app, services.clientIp, services.audit, services.prom);
-  // Order matters: know whether the key is valid, then count (by key or by IP), then refuse.
-  registerAuthCheck(app, config);
-  await registerRateLimit(app, {
-    config,
-    settings: services.settings,
-    onRejected: (ep) => services.prom.rateLimited(ep),
-  });
-  registerAuthGate(app, config, services.audit);
-
+  // CORS first, so that every answer after it (401, 429 included) carries the CORS headers.
   await app.register(cors, {
     origin: (origin, cb) => {
       const allowed = services.settings.get().cors_origins;
@@ -81,6 +73,15 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     ],
     hook: 'onRequest',
   });
+
+  // Order matters: know whether the key is valid, then count (by key or by IP), then refuse.
+  registerAuthCheck(app, config);
+  await registerRateLimit(app, {
+    config,
+    settings: services.settings,
+    onRejected: (ep) => services.prom.rateLimited(ep),
+  });
+  registerAuthGate(app, config, services.audit);
 
   await registerDocs(app);
 
