@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import pino from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
@@ -28,7 +29,12 @@ export function createLogger(level: string) {
         'req.headers["proxy-authorization"]',
         '*.password',
         '*.api_key',
+        '*.apiKey',
         '*.token',
+        '*.authorization',
+        '*.cookie',
+        '*["x-api-key"]',
+        '*["proxy-authorization"]',
       ],
       censor: '[REDACTED]',
     },
@@ -72,8 +78,15 @@ async function main(): Promise<void> {
   }
 }
 
+/** Only a loopback listener is private by construction; a name other than localhost may resolve anywhere. */
 function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+  if (host.toLowerCase() === 'localhost') return true;
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (!ipaddr.isValid(bare)) return false;
+  const a = ipaddr.parse(bare);
+  const v4 =
+    a.kind() === 'ipv6' && (a as ipaddr.IPv6).isIPv4MappedAddress() ? (a as ipaddr.IPv6).toIPv4Address() : a;
+  return v4.range() === 'loopback';
 }
 
 main().catch((err: unknown) => {

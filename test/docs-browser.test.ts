@@ -40,6 +40,8 @@ interface Operation {
   path: string;
   operationId: string;
   summary: string;
+  deprecated: boolean;
+  tags: string[];
 }
 
 interface Visit {
@@ -48,18 +50,61 @@ interface Visit {
   problems: string[];
 }
 
+interface OpenApiOperation {
+  operationId?: string;
+  summary?: string;
+  deprecated?: boolean;
+  tags?: string[];
+}
 interface OpenApiPaths {
-  paths: Record<string, Record<string, { operationId?: string; summary?: string }>>;
+  paths: Record<string, Record<string, OpenApiOperation>>;
 }
 
 function operationsOf(doc: OpenApiPaths): Operation[] {
   const ops: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
-      ops.push({ method, path, operationId: op.operationId ?? '', summary: op.summary ?? '' });
+      ops.push({
+        method,
+        path,
+        operationId: op.operationId ?? '',
+        summary: op.summary ?? '',
+        deprecated: op.deprecated === true,
+        tags: op.tags ?? [],
+      });
     }
   }
   return ops;
+}
+
+/** `get /api/v1/proxies getProxies`: what one rendered operation must show. */
+const shownAs = (o: { method: string; path: string; operationId: string }) =>
+  `${o.method.toLowerCase()} ${o.path} ${o.operationId}`;
+
+/**
+ * What Swagger UI shows, one entry per operation block. Method, path and id are read inside each block
+ * (a deprecated operation's path has another class, so parallel lists over the page would drift apart),
+ * and the path from `data-path`, free of the line-break hints in its text.
+ */
+async function swaggerOperations(page: Page): Promise<string[]> {
+  const out: string[] = [];
+  for (const block of await page.locator('.opblock').all()) {
+    const method = (await block.locator('.opblock-summary-method').textContent()) ?? '';
+    const path = (await block.locator('.opblock-summary [data-path]').getAttribute('data-path')) ?? '';
+    const operationId = (await block.locator('.opblock-summary-operation-id').textContent()) ?? '';
+    out.push(shownAs({ method: method.trim(), path, operationId: operationId.trim() }));
+  }
+  return out;
+}
+
+/** Opens every collapsed tag section, so that every operation block is in the DOM. */
+async function expandAllTags(page: Page, tags: number): Promise<void> {
+  const sections = page.locator('.opblock-tag-section');
+  await sections.nth(tags - 1).waitFor({ timeout: 15_000 });
+  for (const section of await sections.all()) {
+    const open = /\bis-open\b/.test((await section.getAttribute('class')) ?? '');
+    if (!open) await section.locator('.opblock-tag').first().click();
+  }
 }
 
 describe('docs in headless Chromium, offline', { skip: SKIP }, () => {
@@ -141,13 +186,19 @@ describe('docs in headless Chromium, offline', { skip: SKIP }, () => {
 
   it('Swagger UI at /docs renders every operation', async () => {
     const v = await visit('/docs');
-    const rows = v.page.locator('.opblock');
-    await rows.nth(ops.length - 1).waitFor({ timeout: 15_000 });
-    const methods = await v.page.locator('.opblock .opblock-summary-method').allInnerTexts();
-    const paths = await v.page.locator('.opblock .opblock-summary-path').allInnerTexts();
-    const shown = methods.map((m, i) => `${m.toLowerCase()} ${paths[i]?.replace(/\u200b/g, '')}`);
-    assert.deepEqual(shown.sort(), ops.map((o) => `${o.method} ${o.path}`).sort());
-    assert.ok(shown.includes('get /api/v1/proxies'));
+    await expandAllTags(v.page, new Set(ops.flatMap((o) => (o.tags.length > 0 ? o.tags : ['default']))).size);
+    await v.page
+      .locator('.opblock')
+      .nth(ops.length - 1)
+      .waitFor({ timeout: 15_000 });
+    const shown = await swaggerOperations(v.page);
+    assert.deepEqual(shown.sort(), ops.map(shownAs).sort(), 'each operation exactly once');
+    assert.ok(shown.includes('get /api/v1/proxies getProxies'));
+    assert.ok(shown.includes('get /metrics/retry getMetricsRetry'), 'unversioned metrics are documented');
+    for (const op of ops.filter((o) => o.deprecated)) {
+      const block = v.page.locator(`.opblock.opblock-deprecated:has([data-path="${op.path}"])`);
+      assert.equal(await block.count(), 1, `${op.method} ${op.path} is shown as deprecated`);
+    }
     // Let late requests (favicon, lazy chunks) happen before judging.
     await v.page.waitForLoadState('networkidle');
     await v.page.screenshot({ path: '/tmp/rota-docs.png' });
@@ -166,7 +217,13 @@ describe('docs in headless Chromium, offline', { skip: SKIP }, () => {
     for (const op of ops) {
       const section = v.page.locator(`[data-section-id="operation/${op.operationId}"]`);
       assert.equal(await section.count(), 1, `${op.method} ${op.path} has a section`);
-      assert.equal(((await section.locator('h2').first().textContent()) ?? '').trim(), op.summary);
+      // ReDoc appends a "Deprecated" badge to the heading of a deprecated operation.
+      const heading = ((await section.locator('h2').first().textContent()) ?? '').replace(/\s+/g, ' ').trim();
+      assert.equal(
+        heading,
+        op.deprecated ? `${op.summary} Deprecated` : op.summary,
+        `${op.operationId} heading`,
+      );
     }
     // Tags start collapsed, so their entries are in the menu but not all visible.
     const menu = (await v.page.locator('.menu-content').textContent()) ?? '';

@@ -3,41 +3,25 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { after, before, describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import { operationIdFor } from '../src/http/docs.ts';
+import { BODY_OPTIONAL, operationIdFor } from '../src/http/docs.ts';
 import { VERSION } from '../src/version.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
+import {
+  API,
+  collectRefs,
+  type Document,
+  isDocumented,
+  operations,
+  resolvePointer,
+  schemaPointers,
+  UNVERSIONED,
+} from './helpers/openapi-doc.ts';
 
-interface Parameter {
-  in: string;
-  name: string;
-  required?: boolean;
-  schema?: unknown;
-}
-interface Media {
-  schema?: unknown;
-}
-interface Operation {
-  operationId?: string;
-  summary?: string;
-  parameters?: Parameter[];
-  requestBody?: { required?: boolean; content?: Record<string, Media> };
-  responses: Record<string, { description?: string; content?: Record<string, Media> }>;
-  security?: Record<string, string[]>[];
-}
-interface Document {
-  openapi: string;
-  info: { title: string; version: string };
-  paths: Record<string, Record<string, Operation>>;
-  components: { schemas?: Record<string, unknown>; securitySchemes?: Record<string, unknown> };
-  security?: Record<string, string[]>[];
-}
 interface SeenRoute {
   method: string;
   url: string;
   schema: FastifySchema | undefined;
 }
-
-const API = '/api/v1';
 
 /** Fastify's `/proxies/:id` is OpenAPI's `/proxies/{id}` (a regex constraint on a parameter is dropped). */
 function openapiPath(url: string): string {
@@ -67,54 +51,6 @@ async function makeAppSeeingRoutes(): Promise<{ t: TestApp; routes: SeenRoute[] 
   } finally {
     unsubscribe('fastify.initialization', onInit);
   }
-}
-
-function resolvePointer(doc: unknown, ref: string): unknown {
-  let node: unknown = doc;
-  for (const raw of ref.slice(2).split('/')) {
-    const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-    if (node === null || typeof node !== 'object' || !(key in node)) return undefined;
-    node = (node as Record<string, unknown>)[key];
-  }
-  return node;
-}
-
-function collectRefs(node: unknown, out: string[] = []): string[] {
-  if (Array.isArray(node)) for (const n of node) collectRefs(n, out);
-  else if (node !== null && typeof node === 'object') {
-    for (const [k, v] of Object.entries(node)) {
-      if (k === '$ref' && typeof v === 'string') out.push(v);
-      else collectRefs(v, out);
-    }
-  }
-  return out;
-}
-
-function operations(doc: Document): { key: string; path: string; method: string; op: Operation }[] {
-  return Object.entries(doc.paths).flatMap(([path, item]) =>
-    Object.entries(item).map(([method, op]) => ({ key: `${method} ${path}`, path, method, op })),
-  );
-}
-
-/** Every schema in the document, with a JSON pointer to it for messages and for Ajv. */
-function schemaPointers(doc: Document): string[] {
-  const enc = (s: string) => s.replace(/~/g, '~0').replace(/\//g, '~1');
-  const out = Object.keys(doc.components.schemas ?? {}).map((n) => `#/components/schemas/${enc(n)}`);
-  for (const { path, method, op } of operations(doc)) {
-    const base = `#/paths/${enc(path)}/${method}`;
-    (op.parameters ?? []).forEach((_, i) => {
-      out.push(`${base}/parameters/${i}/schema`);
-    });
-    for (const type of Object.keys(op.requestBody?.content ?? {})) {
-      out.push(`${base}/requestBody/content/${enc(type)}/schema`);
-    }
-    for (const [status, res] of Object.entries(op.responses)) {
-      for (const type of Object.keys(res.content ?? {})) {
-        out.push(`${base}/responses/${status}/content/${enc(type)}/schema`);
-      }
-    }
-  }
-  return out;
 }
 
 describe('OpenAPI document', () => {
@@ -150,18 +86,33 @@ describe('OpenAPI document', () => {
     assert.deepEqual(other.json(), doc);
   });
 
-  it('documents every /api/v1 route, and nothing else', () => {
-    const api = routes.filter((r) => r.url === API || r.url.startsWith(`${API}/`));
-    assert.ok(api.length >= 9, `saw ${api.length} routes under ${API}`);
+  it('documents every /api/v1 route and the unversioned JSON metrics, and nothing else', () => {
+    const api = routes.filter((r) => r.url === API || isDocumented(r.url));
+    assert.ok(api.length >= 20, `saw ${api.length} routes to document`);
+    for (const url of ['/metrics', ...UNVERSIONED]) {
+      assert.ok(
+        routes.some((r) => r.method === 'get' && r.url === url),
+        `the app serves GET ${url}`,
+      );
+    }
     const expected = api.map((r) => `${r.method} ${openapiPath(r.url)}`).sort();
     const documented = operations(doc)
       .map((o) => o.key)
       .sort();
     assert.deepEqual(documented, [...new Set(expected)]);
     for (const path of Object.keys(doc.paths)) {
-      assert.ok(path.startsWith(`${API}/`), `${path}: only ${API} routes (no /api alias, /metrics, docs)`);
-      assert.notEqual(path, `${API}/metrics`, 'the /metrics alias is hidden');
+      assert.ok(
+        path.startsWith(`${API}/`) || UNVERSIONED.includes(path),
+        `${path}: only ${API} routes and ${UNVERSIONED.join(', ')} (no /api alias, /metrics, docs)`,
+      );
     }
+    assert.equal(doc.paths['/metrics'], undefined, '/metrics (Prometheus text) is hidden');
+    assert.equal(doc.paths[`${API}/metrics`], undefined, 'the /metrics alias is hidden');
+    assert.deepEqual(
+      operations(doc).filter((o) => o.method === 'head'),
+      [],
+      'HEAD twins of GET routes are not documented separately',
+    );
   });
 
   it('gives every operation a unique operationId, a summary and its path parameters', () => {
@@ -182,13 +133,16 @@ describe('OpenAPI document', () => {
   });
 
   it('documents request bodies and query parameters from the route schemas', () => {
-    for (const r of routes.filter((x) => x.url.startsWith(`${API}/`))) {
+    for (const r of routes.filter((x) => isDocumented(x.url))) {
       const key = `${r.method} ${openapiPath(r.url)}`;
       const op = doc.paths[openapiPath(r.url)]?.[r.method];
       assert.ok(op, key);
       const body = r.schema?.body;
       if (body) {
         assert.ok(op.requestBody?.content?.['application/json']?.schema, `${key} documents its body`);
+        const optional = r.schema?.[BODY_OPTIONAL] === true;
+        assert.equal(op.requestBody?.required, !optional, `${key} body required: ${!optional}`);
+        assert.equal(BODY_OPTIONAL in op, false, `${key}: the ${BODY_OPTIONAL} marker is consumed`);
       } else {
         assert.equal(op.requestBody, undefined, `${key} has no body`);
       }

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { redactDeep } from './redact.ts';
 
+export type AuditOutcome = 'success' | 'failure' | 'denied' | 'rate_limited';
+
 export interface AuditEvent {
   action: string;
   request_id: string;
@@ -8,7 +10,7 @@ export interface AuditEvent {
   method: string;
   route: string;
   status: number;
-  outcome: 'success' | 'failure' | 'denied';
+  outcome: AuditOutcome;
   body?: unknown;
   params?: unknown;
 }
@@ -34,7 +36,7 @@ export class AuditLog {
       {
         ...rest,
         ...(body === undefined ? {} : { body: redactDeep(body) }),
-        ...(params === undefined ? {} : { params }),
+        ...(params === undefined ? {} : { params: redactDeep(params) }),
       },
       `audit ${event.action}`,
     );

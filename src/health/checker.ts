@@ -27,8 +27,9 @@ export interface HealthCheckerDeps {
 }
 
 /**
- * Sends one GET of ROTA_HEALTH_CHECK_URL through each proxy, at most `concurrency` at a time, and writes
- * the outcome back to health, breaker and stats exactly as a real attempt would.
+ * Sends one GET of ROTA_HEALTH_CHECK_URL through each proxy, at most `concurrency` at a time across
+ * every check in progress, and writes the outcome back to health, breaker and stats exactly as a real
+ * attempt would.
  *
  *   check(ids) ──▶ N workers ──▶ proxy ──▶ health-check URL
  *                      └──▶ health / breaker / stats
@@ -37,6 +38,8 @@ export class HealthChecker {
   private readonly d: HealthCheckerDeps;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<HealthResult[]> | null = null;
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
 
   constructor(deps: HealthCheckerDeps) {
     this.d = deps;
@@ -52,7 +55,12 @@ export class HealthChecker {
     const worker = async () => {
       while (next < entries.length) {
         const i = next++;
-        results[i] = await this.checkOne(entries[i]!);
+        await this.acquire();
+        try {
+          results[i] = await this.checkOne(entries[i]!);
+        } finally {
+          this.release();
+        }
       }
     };
     const n = Math.min(this.d.concurrency, entries.length);
@@ -60,7 +68,25 @@ export class HealthChecker {
     return results;
   }
 
+  /** Overlapping checks (API calls, the timer) share one bound: the proxies see at most `concurrency`. */
+  private acquire(): Promise<void> {
+    if (this.active < this.d.concurrency) {
+      this.active++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Hands the slot straight to the next waiter, so that a late arrival cannot overtake it. */
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.active--;
+  }
+
   private async checkOne(e: ProxyEntry): Promise<HealthResult> {
+    // Deleted while it waited for a slot: asking for its dispatcher would open one nobody closes.
+    if (this.d.pool.get(e.record.id) !== e) return this.removed(e);
     const t0 = this.d.monotonic();
     const permit = this.d.breakers.admit(e.record.id);
     let error: UpstreamError | null = null;
@@ -82,14 +108,28 @@ export class HealthChecker {
     const latency = this.d.monotonic() - t0;
     // Only a proxy fault fails a proxy: a health-check URL that is itself down is not the proxy's doing.
     const fault = error?.proxyFault ?? false;
-    permit?.release(fault ? 'failure' : 'success');
-    recordAttempt(e, !fault, fault, latency);
-    this.d.selector.record(e, { ok: !fault, latencyMs: latency, proxyFault: fault });
+    // Cut short (the proxy was deleted meanwhile): it says nothing about the proxy either way.
+    const cut = error?.kind === 'aborted';
+    permit?.release(cut ? 'neutral' : fault ? 'failure' : 'success');
+    if (!cut) {
+      recordAttempt(e, !fault, fault, latency);
+      this.d.selector.record(e, { ok: !fault, latencyMs: latency, proxyFault: fault });
+    }
     return {
       proxy_id: e.record.id,
-      status: fault ? 'failed' : 'working',
+      status: fault || cut ? 'failed' : 'working',
       latency_ms: Math.round(latency * 100) / 100,
       error: error ? `${error.kind}: ${error.message}` : null,
+      tested_at: new Date(this.d.now()).toISOString(),
+    };
+  }
+
+  private removed(e: ProxyEntry): HealthResult {
+    return {
+      proxy_id: e.record.id,
+      status: 'failed',
+      latency_ms: 0,
+      error: 'aborted: the proxy was removed before it could be checked',
       tested_at: new Date(this.d.now()).toISOString(),
     };
   }

@@ -9,10 +9,19 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** True when the request carried the configured API key. */
     apiKeyValid: boolean;
+    /** A short digest naming the valid key (rate-limit bucket); null without a valid key. */
+    apiKeyId: string | null;
+    /** Set when the auth gate refused the request (its audit line is already written). */
+    authRefused: boolean;
   }
 }
 
-const PUBLIC_EXACT = new Set([
+/**
+ * Public route templates (DECISIONS "Auth and rate limits"). Matched against the route the router chose,
+ * never the raw path: however a path is spelled (encoding, slashes, aliases), it is public only when it
+ * reached a public handler.
+ */
+const PUBLIC_ROUTES = new Set([
   '/api/v1/health',
   '/api/v1/ready',
   '/openapi.json',
@@ -20,11 +29,21 @@ const PUBLIC_EXACT = new Set([
   '/redoc',
   '/favicon.ico',
 ]);
-const PUBLIC_PREFIX = ['/docs/', '/redoc/'];
-const METRICS = /^\/metrics(\/retry|\/circuit-breaker)?$/;
+const PUBLIC_ROUTE_PREFIX = ['/docs/', '/redoc/'];
+const METRICS_ROUTES = new Set(['/metrics', '/metrics/retry', '/metrics/circuit-breaker']);
 
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
+const BEYOND_LATIN1 = /[\u{100}-\u{10ffff}]/u;
+
+/**
+ * The bytes the client sent. Node decodes header values as latin1, so re-encoding as latin1 gives back the
+ * wire bytes, and a UTF-8 key configured in the environment matches the same UTF-8 bytes on the wire.
+ */
+function wireBytes(value: string): Buffer {
+  return Buffer.from(value, BEYOND_LATIN1.test(value) ? 'utf8' : 'latin1');
+}
+
+function digest(value: Buffer): Buffer {
+  return createHash('sha256').update(value).digest();
 }
 
 /** The key presented, from X-API-Key or Authorization: Bearer. */
@@ -33,15 +52,18 @@ function presented(req: FastifyRequest): string | null {
   if (typeof h === 'string' && h !== '') return h;
   const a = req.headers.authorization;
   if (typeof a === 'string') {
-    const m = /^Bearer\s+(.+)$/i.exec(a);
-    if (m) return m[1]!.trim();
+    const m = /^Bearer[ \t]+/i.exec(a);
+    const key = m ? a.slice(m[0].length).trim() : '';
+    if (key !== '') return key;
   }
   return null;
 }
 
-export function isPublicPath(path: string, publicMetrics: boolean): boolean {
-  if (PUBLIC_EXACT.has(path) || PUBLIC_PREFIX.some((p) => path.startsWith(p))) return true;
-  return publicMetrics && METRICS.test(path);
+/** True when the route the request was routed to is served without a key. */
+export function isPublicRoute(route: string | undefined, publicMetrics: boolean): boolean {
+  if (route === undefined) return false;
+  if (PUBLIC_ROUTES.has(route) || PUBLIC_ROUTE_PREFIX.some((p) => route.startsWith(p))) return true;
+  return publicMetrics && METRICS_ROUTES.has(route);
 }
 
 /**
@@ -51,11 +73,15 @@ export function isPublicPath(path: string, publicMetrics: boolean): boolean {
  * length or encoding of what the client sent.
  */
 export function registerAuthCheck(app: FastifyInstance, config: Config): void {
-  const expected = config.apiKey ? digest(config.apiKey) : null;
+  const expected = config.apiKey ? digest(Buffer.from(config.apiKey, 'utf8')) : null;
+  const keyId = expected ? createHash('sha256').update(expected).digest('hex').slice(0, 16) : null;
   app.decorateRequest('apiKeyValid', false);
+  app.decorateRequest('apiKeyId', null);
+  app.decorateRequest('authRefused', false);
   app.addHook('onRequest', (req, _reply, done) => {
     const key = expected ? presented(req) : null;
-    req.apiKeyValid = key !== null && expected !== null && timingSafeEqual(digest(key), expected);
+    req.apiKeyValid = key !== null && expected !== null && timingSafeEqual(digest(wireBytes(key)), expected);
+    req.apiKeyId = req.apiKeyValid ? keyId : null;
     done();
   });
 }
@@ -63,11 +89,16 @@ export function registerAuthCheck(app: FastifyInstance, config: Config): void {
 export function registerAuthGate(app: FastifyInstance, config: Config, audit: AuditLog): void {
   if (!config.requireAuth) return;
   app.addHook('onRequest', (req, reply, done) => {
-    const path = (req.url.split('?')[0] ?? '/').replace(/\/+$/, '') || '/';
-    if (req.apiKeyValid || req.method === 'OPTIONS' || isPublicPath(path, config.publicMetrics)) {
+    // OPTIONS: a CORS preflight cannot carry the key; it reaches no handler but the CORS one.
+    if (
+      req.apiKeyValid ||
+      req.method === 'OPTIONS' ||
+      isPublicRoute(req.routeOptions.url, config.publicMetrics)
+    ) {
       done();
       return;
     }
+    req.authRefused = true;
     audit.record({
       action: 'auth.failed',
       request_id: req.id,
@@ -77,6 +108,7 @@ export function registerAuthGate(app: FastifyInstance, config: Config, audit: Au
       status: 401,
       outcome: 'denied',
     });
+    // One answer for a missing and a wrong key: nothing tells a guesser how close it came.
     reply.header('www-authenticate', 'ApiKey');
     sendError(
       req,

@@ -10,6 +10,16 @@ import { DOCS_CSP } from './security-headers.ts';
 
 const require = createRequire(import.meta.url);
 
+/** Route schema key for a body that may be left out; @fastify/swagger copies `x-` keys onto the operation. */
+export const BODY_OPTIONAL = 'x-body-optional';
+
+declare module 'fastify' {
+  interface FastifySchema {
+    /** The route accepts a request without a body (e.g. health-check means "every proxy" then). */
+    [BODY_OPTIONAL]?: boolean;
+  }
+}
+
 const REDOC_HTML = `<!doctype html>
 <html lang="en">
 <head>
@@ -50,6 +60,8 @@ interface ParameterObject {
   schema?: { default?: unknown };
 }
 interface OperationObject {
+  [BODY_OPTIONAL]?: boolean;
+  requestBody?: { required?: boolean };
   operationId?: string;
   parameters?: ParameterObject[];
   responses?: Record<string, ResponseObject>;
@@ -109,6 +121,9 @@ function polishResponses(responses: Record<string, ResponseObject>): void {
 
 function polishOperation(method: string, path: string, op: OperationObject): void {
   op.operationId ??= operationIdFor(method, path);
+  // @fastify/swagger marks every body required; a route that treats a missing body as {} says so.
+  if (op[BODY_OPTIONAL] === true && op.requestBody) op.requestBody.required = false;
+  delete op[BODY_OPTIONAL];
   for (const p of op.parameters ?? []) {
     // Fastify fills defaulted query values in, so a client may leave them out.
     if (p.in === 'query' && p.schema?.default !== undefined) p.required = false;

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AuditLog } from '../audit/audit.ts';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AuditLog, AuditOutcome } from '../audit/audit.ts';
 import type { PromMetrics } from '../metrics/prometheus.ts';
 import type { ClientIpResolver } from './client-ip.ts';
+import { sendError } from './envelope.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
 const PRINTABLE_ID = /^[\x21-\x7e]{1,128}$/;
@@ -25,8 +26,41 @@ declare module 'fastify' {
   }
 }
 
+function outcomeOf(status: number): AuditOutcome {
+  if (status < 400) return 'success';
+  return status === 429 ? 'rate_limited' : 'failure';
+}
+
 export function routeOf(req: FastifyRequest): string {
   return req.routeOptions.url ?? 'unmatched';
+}
+
+/**
+ * Fastify answers a path it cannot decode, or a path parameter over `maxParamLength`, before any hook runs,
+ * with its own body. Passed as Fastify's `frameworkErrors` option, this gives those the envelope, the
+ * request id, the security headers and a request log line like every other error.
+ */
+export function frameworkErrorHandler(clientIp: ClientIpResolver) {
+  return (err: FastifyError, req: FastifyRequest, reply: FastifyReply): void => {
+    req.clientIp = clientIp.resolve(req.raw.socket?.remoteAddress, req.headers);
+    reply.header('x-request-id', req.id);
+    reply.headers(SECURITY_HEADERS);
+    const tooLong = err.code === 'FST_ERR_MAX_PARAM_LENGTH';
+    const detail = [
+      {
+        loc: ['path'],
+        msg: tooLong ? 'A path parameter is too long' : 'The path is not valid percent-encoded UTF-8',
+        type: tooLong ? 'string_too_long' : 'value_error',
+        input: null,
+        ctx: {},
+      },
+    ];
+    sendError(req, reply, tooLong ? 422 : 400, 'VALIDATION_ERROR', detail[0]!.msg, detail, detail);
+    req.log.info(
+      { method: req.method, route: 'unmatched', client_ip: req.clientIp, status: reply.statusCode },
+      'request',
+    );
+  };
 }
 
 export function registerHooks(
@@ -57,7 +91,8 @@ export function registerHooks(
       'request',
     );
     const action = req.routeOptions.config?.audit;
-    if (action && audit.enabled) {
+    // A refused key already has its own audit line (auth.failed): one line per event, never two.
+    if (action && audit.enabled && !req.authRefused) {
       audit.record({
         action,
         request_id: req.id,
@@ -65,7 +100,7 @@ export function registerHooks(
         method: req.method,
         route: routeOf(req),
         status: reply.statusCode,
-        outcome: reply.statusCode < 400 ? 'success' : 'failure',
+        outcome: outcomeOf(reply.statusCode),
         body: req.body,
         params: req.params,
       });

@@ -1,6 +1,10 @@
-import { createHash } from 'node:crypto';
-import rateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import rateLimit, {
+  type FastifyRateLimitStore,
+  type FastifyRateLimitStoreCtor,
+  type RateLimitOptions,
+} from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import ipaddr from 'ipaddr.js';
 import type { Config } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import type { Rate } from '../lib/rate.ts';
@@ -9,34 +13,69 @@ import { routeOf } from './hooks.ts';
 
 export type RouteLimit = 'request' | 'addProxy' | 'config' | 'reset' | 'healthCheck';
 
-/** Bucket: the API key (hashed: a key is a secret, and bucket names can reach logs) when valid, else the client IP. */
+/**
+ * Where counters live. The default is @fastify/rate-limit's in-process LRU; several instances need a shared
+ * one (Redis), which plugs in here as another implementation of the same contract.
+ */
+export type RateLimitStore = FastifyRateLimitStore;
+export type RateLimitStoreCtor = FastifyRateLimitStoreCtor;
+
+/** Distinct clients tracked per limit before the least recently seen is forgotten. */
+const BUCKETS_PER_LIMIT = 10_000;
+
+/**
+ * The bucket of an address. An IPv6 client usually holds a whole /64, so counting single addresses would
+ * let it rotate through 2^64 buckets; the /64 is the unit a host can be held to.
+ */
+export function ipBucket(ip: string): string {
+  if (!ipaddr.IPv6.isValid(ip) || ipaddr.IPv4.isValid(ip)) return ip;
+  const a = ipaddr.IPv6.parse(ip);
+  if (a.isIPv4MappedAddress()) return a.toIPv4Address().toString();
+  return `${ipaddr.IPv6.networkAddressFromCIDR(`${a.toNormalizedString()}/64`).toString()}/64`;
+}
+
+/** Bucket: the API key's id (never the key: bucket names can reach logs) when valid, else the client IP. */
 export function bucketKey(req: FastifyRequest): string {
-  if (req.apiKeyValid) {
-    const k = (req.headers['x-api-key'] as string | undefined) ?? String(req.headers.authorization);
-    return `key:${createHash('sha256').update(k).digest('hex').slice(0, 32)}`;
-  }
-  return `ip:${req.clientIp}`;
+  if (req.apiKeyValid && req.apiKeyId) return `key:${req.apiKeyId}`;
+  return `ip:${ipBucket(req.clientIp)}`;
 }
 
 export interface RateLimitDeps {
   config: Config;
   settings: RuntimeSettings;
   onRejected: (endpoint: string) => void;
+  /** Another counter store (e.g. Redis for several instances); the in-process one by default. */
+  store?: RateLimitStoreCtor;
 }
 
 /**
- * The default limit applies to every route; some routes have their own (spec section 8). Limits are read
- * per request so that `PUT config` rate_limits apply at once. The store is @fastify/rate-limit's; it takes
- * a Redis store for several instances (`redis` option) without changes here.
+ * The default limit for a valid key. When ROTA_API_KEY_RATE_LIMIT is not set, config.ts hands back the
+ * very same object as ROTA_RATE_LIMIT ("same as rate limit"), and the key then follows `PUT config`
+ * changes of the default too.
+ */
+function keyRate(config: Config, settings: RuntimeSettings): Rate {
+  return config.apiKeyRateLimit === config.rateLimit ? settings.defaultRate() : config.apiKeyRateLimit;
+}
+
+type LimitHandler = (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+/**
+ * Every request is counted in one app-level onRequest hook, registered between the auth check (which
+ * decides key or IP bucket) and the auth gate (which refuses). The plugin's own hooks would be route-level
+ * and run after every app-level hook: a request refused by the gate, and every 404, would never be
+ * counted, and a client could guess keys or probe paths without limit.
  */
 export async function registerRateLimit(app: FastifyInstance, d: RateLimitDeps): Promise<void> {
   const { config, settings } = d;
   await app.register(rateLimit, {
-    global: true,
+    // Applied below, once per request; routes with their own limit are handled there too.
+    global: false,
     hook: 'onRequest',
+    cache: BUCKETS_PER_LIMIT,
+    ...(d.store ? { store: d.store } : {}),
     keyGenerator: bucketKey,
-    max: (req) => (req.apiKeyValid ? config.apiKeyRateLimit.limit : settings.get().rate_limits.default_limit),
-    timeWindow: config.rateLimit.windowMs,
+    max: (req) => (req.apiKeyValid ? keyRate(config, settings) : settings.defaultRate()).limit,
+    timeWindow: (req) => (req.apiKeyValid ? keyRate(config, settings) : settings.defaultRate()).windowMs,
     enableDraftSpec: true,
     onExceeded: (req) => d.onRejected(routeOf(req)),
     errorResponseBuilder: (_req, ctx) =>
@@ -44,10 +83,27 @@ export async function registerRateLimit(app: FastifyInstance, d: RateLimitDeps):
         details: { limit: ctx.max, retry_after_s: Math.ceil(ctx.ttl / 1000) },
       }),
   });
+  const fallback: LimitHandler = app.rateLimit();
+  // One handler (and so one set of counters) per kind of limit: /proxies/test shares health-check's.
+  const perKind = new Map<string, LimitHandler>();
+  const handlerFor = (opts: RateLimitOptions): LimitHandler => {
+    const id = opts.groupId ?? 'route';
+    let h = perKind.get(id);
+    if (!h) {
+      h = app.rateLimit(opts);
+      perKind.set(id, h);
+    }
+    return h;
+  };
+  app.addHook('onRequest', async function limit(req, reply) {
+    const own = req.routeOptions.config?.rateLimit;
+    if (own === false) return; // /metrics: scrapers must never be refused
+    await (own ? handlerFor(own) : fallback).call(this, req, reply);
+  });
 }
 
-/** Route-level options for a route with its own limit. */
-export function routeLimit(kind: RouteLimit, config: Config, settings: RuntimeSettings) {
+/** Route-level options for a route with its own limit (spec section 8). */
+export function routeLimit(kind: RouteLimit, config: Config, settings: RuntimeSettings): RateLimitOptions {
   const fixed: Record<Exclude<RouteLimit, 'request'>, Rate> = {
     addProxy: config.routeRateLimits.addProxy,
     config: config.routeRateLimits.config,
@@ -55,10 +111,12 @@ export function routeLimit(kind: RouteLimit, config: Config, settings: RuntimeSe
     healthCheck: config.routeRateLimits.healthCheck,
   };
   if (kind === 'request') {
+    // Read per request: `PUT config` rate_limits.request_endpoint_limit applies at once.
     return {
+      groupId: kind,
       max: () => settings.get().rate_limits.request_endpoint_limit,
       timeWindow: config.routeRateLimits.request.windowMs,
     };
   }
-  return { max: fixed[kind].limit, timeWindow: fixed[kind].windowMs };
+  return { groupId: kind, max: fixed[kind].limit, timeWindow: fixed[kind].windowMs };
 }

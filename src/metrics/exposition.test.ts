@@ -11,23 +11,11 @@ import {
 } from './exposition.ts';
 import { PromMetrics } from './prometheus.ts';
 import { RetryMetrics } from './retry.ts';
-import { parseSamples, promtoolCheck, sumOf } from './test-support.ts';
+import { ACCEPTED_LINT, parseSamples, promtoolCheck, sumOf } from './test-support.ts';
 
 const A = '00000000-0000-4000-8000-00000000000a';
 const B = '00000000-0000-4000-8000-00000000000b';
 const T0 = Date.UTC(2025, 0, 1, 10, 30, 0);
-
-/**
- * Lint findings promtool reports on /metrics that we cannot fix: `rota_proxies_total` is the spec's
- * `service_proxies_total` (a gauge whose name ends in _total), and prom-client's default process metrics
- * name three gauges `*_total`. Anything else is a real problem.
- */
-const ACCEPTED_LINT = new Set([
-  'rota_proxies_total non-counter metrics should not have "_total" suffix',
-  'rota_nodejs_active_handles_total non-counter metrics should not have "_total" suffix',
-  'rota_nodejs_active_requests_total non-counter metrics should not have "_total" suffix',
-  'rota_nodejs_active_resources_total non-counter metrics should not have "_total" suffix',
-]);
 
 function call(ok: boolean): CallRecord {
   return {

@@ -235,7 +235,7 @@ export function renderBreakerMetrics(data: BreakerMetricsInput): string {
     gauge('rota_circuit_breaker_events', 'State changes in the window', [{ value: data.total_events }]),
     gauge(
       'rota_circuit_breaker_transitions',
-      'State changes in the window by proxy and transition',
+      'State changes in the window by proxy (current members) and transition',
       transitions(data),
     ),
   ]);

@@ -8,7 +8,13 @@ import type { ProxyEntry } from '../pool/pool.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
 import { send } from '../upstream/send.ts';
 import { UpstreamError, type UpstreamResponse } from '../upstream/types.ts';
-import { callError, describeAttempt, type FailedAttempt, unsafeToRetryError } from './call-error.ts';
+import {
+  callError,
+  describeAttempt,
+  type FailedAttempt,
+  poolEmptyError,
+  unsafeToRetryError,
+} from './call-error.ts';
 import { backoffSeconds, type RetryPolicy, type RetryPolicyHolder } from './retry-policy.ts';
 import type { Selector } from './selector.ts';
 
@@ -49,6 +55,28 @@ type AttemptResult =
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
+/** What one call has learned so far, across its attempts. */
+interface CallState {
+  readonly tried: Set<string>;
+  readonly failed: FailedAttempt[];
+  lastError: UpstreamError | null;
+  /** The latest target answer and the index of its attempt record. */
+  answer: { result: CallResult; at: number } | null;
+  /** The target failed or asked for a retry: wait before asking it again. */
+  pause: boolean;
+}
+
+/**
+ * A retryable answer is recorded as `target_error` when it arrives, since another proxy may still do
+ * better. When it turns out to be the answer the caller gets, its attempt is the call's `success`
+ * (metrics/calls.ts), so that success-by-attempt and per-proxy successes agree with the caller's view.
+ */
+function delivered(answer: CallResult, attempts: AttemptRecord[], at: number): CallResult {
+  const rec = attempts[at];
+  if (rec && rec.outcome !== 'success') attempts[at] = { ...rec, outcome: 'success' };
+  return answer;
+}
+
 /**
  * One proxied call: pick a proxy, send, and on failure fail over to a different proxy under the retry
  * policy, all inside one deadline.
@@ -87,44 +115,73 @@ export class Executor {
     attempts: AttemptRecord[],
   ): Promise<CallResult> {
     const replayable = SAFE_METHODS.has(input.method) || policy.retry_non_idempotent;
-    const tried = new Set<string>();
-    const failed: FailedAttempt[] = [];
-    let lastError: UpstreamError | null = null;
-    let lastAnswer: CallResult | null = null;
+    const s: CallState = { tried: new Set(), failed: [], lastError: null, answer: null, pause: false };
     while (attempts.length < policy.max_attempts) {
-      if (this.d.monotonic() >= deadline) throw callError(lastError, failed, true);
+      // A target answer in hand beats a timeout error: past the deadline the caller gets that answer.
+      if (this.d.monotonic() >= deadline) {
+        if (s.answer) break;
+        throw callError(s.lastError, s.failed, true);
+      }
+      if (s.pause && !(await this.pause(s, policy, attempts.length + 1, deadline))) break;
       const entry = this.d.selector.pick({
-        exclude: tried,
+        exclude: s.tried,
         sessionId: input.sessionId,
         country: input.country,
       });
       if (!entry) {
-        if (tried.size === 0) throw this.poolEmpty();
+        if (s.tried.size === 0) throw this.poolEmpty();
         break;
       }
-      tried.add(entry.record.id);
+      s.tried.add(entry.record.id);
       const permit = this.d.breakers.admit(entry.record.id);
       if (!permit) continue; // lost a half-open trial slot to a concurrent call: not an attempt
       const n = attempts.length + 1;
       const slice = replayable ? this.attemptDeadline(deadline, policy.max_attempts - n + 1) : deadline;
       const result = await this.attempt(entry, permit, input, slice, policy, n, attempts);
-      if (result.type === 'response') {
-        lastAnswer = { response: result.response, proxy: entry, attempts: n };
-        if (!result.retryable || !replayable) return lastAnswer;
-        await this.backoff(policy, n + 1, deadline);
-        continue;
-      }
-      const err = result.error;
-      lastError = err;
-      failed.push(describeAttempt(entry, err));
-      if (err.kind === 'aborted' || err.kind === 'response_too_large' || err.kind === 'target_tls') break;
-      if (err.mayHaveReachedTarget && !replayable) throw unsafeToRetryError(err, failed);
-      // A proxy fault is left at once: the next proxy is a different resource, there is nothing to back
-      // off from. Only a target-side failure (it may be overloaded) waits before asking again.
-      if (!err.proxyFault) await this.backoff(policy, n + 1, deadline);
+      const next = this.afterAttempt(s, entry, result, n, attempts.length - 1, replayable);
+      if (next === 'done' && s.answer) return s.answer.result;
+      if (next === 'stop') break;
     }
-    if (lastAnswer) return lastAnswer; // every proxy got a retryable answer: the target's answer is the result
-    throw callError(lastError, failed, this.d.monotonic() >= deadline);
+    // The target's last answer, retryable as it may be, is the result when no better one came.
+    if (s.answer) return delivered(s.answer.result, attempts, s.answer.at);
+    throw callError(s.lastError, s.failed, this.d.monotonic() >= deadline);
+  }
+
+  /** Learns from one attempt: `done` (answer the caller), `stop` (no further attempt) or `next`. */
+  private afterAttempt(
+    s: CallState,
+    entry: ProxyEntry,
+    result: AttemptResult,
+    n: number,
+    recordAt: number,
+    replayable: boolean,
+  ): 'done' | 'stop' | 'next' {
+    if (result.type === 'response') {
+      s.answer = { result: { response: result.response, proxy: entry, attempts: n }, at: recordAt };
+      if (!result.retryable) return 'done';
+      s.pause = true;
+      return replayable ? 'next' : 'stop';
+    }
+    const err = result.error;
+    s.lastError = err;
+    s.failed.push(describeAttempt(entry, err));
+    if (err.kind === 'aborted' || err.kind === 'response_too_large' || err.kind === 'target_tls')
+      return 'stop';
+    if (err.mayHaveReachedTarget && !replayable) throw unsafeToRetryError(err, s.failed);
+    // A proxy fault is left at once: the next proxy is a different resource, there is nothing to back
+    // off from. Only a target-side failure (it may be overloaded) waits before asking again.
+    s.pause = !err.proxyFault;
+    return 'next';
+  }
+
+  /**
+   * The wait before asking the target again. Only when another attempt can follow (never after the
+   * last proxy), and before the pick, so that what is picked is still in the pool once it is over.
+   */
+  private async pause(s: CallState, policy: RetryPolicy, nextAttempt: number, deadline: number) {
+    s.pause = false;
+    if (!this.d.selector.hasCandidate(s.tried)) return false;
+    return this.backoff(policy, nextAttempt, deadline);
   }
 
   private async attempt(
@@ -220,20 +277,19 @@ export class Executor {
     return Math.min(deadline, now + share);
   }
 
-  private async backoff(policy: RetryPolicy, nextAttempt: number, deadline: number): Promise<void> {
+  /**
+   * Waits before the next attempt. False, at once, when the wait would reach the deadline: there would
+   * be no time left to ask again, so the caller is better served now with what is known.
+   */
+  private async backoff(policy: RetryPolicy, nextAttempt: number, deadline: number): Promise<boolean> {
     const ms = backoffSeconds(policy, nextAttempt, this.d.random) * 1000;
     const left = deadline - this.d.monotonic();
-    if (ms > 0 && left > 0) await sleep(Math.min(ms, left));
+    if (ms >= left) return false;
+    if (ms > 0) await sleep(ms);
+    return true;
   }
 
   private poolEmpty(): ApiError {
-    const at = this.d.breakers.earliestHalfOpenAt();
-    const headers: Record<string, string> = {};
-    if (at !== null) headers['retry-after'] = String(Math.max(1, Math.ceil((at - this.d.now()) / 1000)));
-    const message = at === null ? 'No proxies configured' : 'Every proxy circuit breaker is open';
-    return new ApiError('PROXY_POOL_EMPTY', message, {
-      headers,
-      details: { retry_after_s: headers['retry-after'] ? Number(headers['retry-after']) : null },
-    });
+    return poolEmptyError(this.d.breakers.earliestHalfOpenAt(), this.d.now());
   }
 }

@@ -52,6 +52,14 @@ export class Selector {
     return false;
   }
 
+  /** Whether a pick excluding `exclude` could return a member now, without advancing any strategy. */
+  hasCandidate(exclude: ReadonlySet<string>): boolean {
+    for (const e of this.pool.all()) {
+      if (!exclude.has(e.record.id) && this.breakers.isAdmissible(e.record.id)) return true;
+    }
+    return false;
+  }
+
   pick(req: SelectionRequest): ProxyEntry | null {
     const exclude = req.exclude;
     const breakers = this.breakers;

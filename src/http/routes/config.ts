@@ -1,8 +1,9 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { STRATEGIES } from '../../config.ts';
 import {
   crossCheck,
+  type RetryPolicy,
   type RetryPolicyHolder,
   RetryPolicySchema,
   type RetryPolicyUpdate,
@@ -13,6 +14,7 @@ import { ok } from '../envelope.ts';
 import { ApiError, type DetailItem } from '../errors.ts';
 import { routeLimit } from '../rate-limit.ts';
 import { Envelope, errorResponses } from '../schemas/common.ts';
+import { toDetail } from '../validation.ts';
 
 const RateLimits = Type.Object({
   default_limit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
@@ -49,7 +51,7 @@ function invalidConfig(items: DetailItem[]): ApiError {
   });
 }
 
-function item(loc: string[], msg: string, input: unknown): DetailItem {
+function item(loc: (string | number)[], msg: string, input: unknown): DetailItem {
   return { loc: ['body', ...loc], msg, type: 'value_error', input, ctx: {} };
 }
 
@@ -65,24 +67,68 @@ function view(services: Services, retry: RetryPolicyHolder) {
   };
 }
 
-function checkOrigins(origins: string[] | undefined, allowCredentials: boolean): DetailItem[] {
-  if (!origins) return [];
+/** Origins the schema cannot judge: the shape of each one, and `*` against credentials. */
+function checkOrigins(body: unknown, allowCredentials: boolean): DetailItem[] {
+  const origins = isRecord(body) ? body.cors_origins : undefined;
+  if (!Array.isArray(origins)) return [];
   const out: DetailItem[] = [];
-  origins.forEach((o, i) => {
+  origins.forEach((o: unknown, i) => {
+    if (typeof o !== 'string') return; // the schema reports it
     if (o === '*') {
       if (allowCredentials)
         out.push(
           item(
-            ['cors_origins', String(i)],
+            ['cors_origins', i],
             'The wildcard "*" cannot be combined with credentials (ROTA_CORS_ALLOW_CREDENTIALS=true)',
             o,
           ),
         );
     } else if (!ORIGIN.test(o)) {
-      out.push(item(['cors_origins', String(i)], 'An origin is scheme://host[:port] with no path', o));
+      out.push(item(['cors_origins', i], 'An origin is scheme://host[:port] with no path', o));
     }
   });
   return out;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/**
+ * The route keeps going after a schema failure (`attachValidation`) so that the schema's findings and
+ * the checks the schema cannot express are reported together: every problem in one answer.
+ */
+function schemaProblems(req: FastifyRequest): DetailItem[] {
+  const err = req.validationError;
+  if (!err) return [];
+  return toDetail(err.validation, err.validationContext, req);
+}
+
+/** The cross-field rules of the retry policy, on the policy the update would produce. */
+function policyProblems(current: RetryPolicy, body: unknown, schemaItems: DetailItem[]): DetailItem[] {
+  if (!isRecord(body)) return [];
+  // A field the schema already refused has no value to compare with.
+  const refused = new Set(schemaItems.map((d) => d.loc[1]));
+  if (['base_delay', 'max_backoff_delay', 'backoff_strategy'].some((k) => refused.has(k))) return [];
+  const next = { ...current, ...(body as RetryPolicyUpdate) };
+  return crossCheck(next).map((m) => item(['max_backoff_delay'], m, next.max_backoff_delay));
+}
+
+/**
+ * Settings first, then the retry policy (`max_retries`); when the second write fails the first is undone,
+ * so that a failed PUT leaves the configuration as it was.
+ */
+async function apply(services: Services, retry: RetryPolicyHolder, body: ConfigUpdateT): Promise<void> {
+  const { max_retries, ...rest } = body;
+  const before = services.settings.state();
+  await services.settings.update(rest);
+  if (max_retries === undefined) return;
+  try {
+    await retry.update({ max_attempts: max_retries });
+  } catch (err) {
+    await services.settings.restore(before);
+    throw err;
+  }
 }
 
 export function configRoutes(services: Services, retry: RetryPolicyHolder): FastifyPluginAsync {
@@ -102,6 +148,7 @@ export function configRoutes(services: Services, retry: RetryPolicyHolder): Fast
     app.put<{ Body: ConfigUpdateT }>(
       '/config',
       {
+        attachValidation: true,
         config: {
           validation: 'config',
           audit: 'config.update',
@@ -110,16 +157,19 @@ export function configRoutes(services: Services, retry: RetryPolicyHolder): Fast
         schema: {
           tags: ['config'],
           summary: 'Change the runtime configuration (partial); applies to the next request',
+          description:
+            'Every invalid value is reported (400 INVALID_CONFIGURATION) and then nothing is changed.',
           body: ConfigUpdate,
-          response: { 200: Envelope(ConfigView), ...errorResponses(400, 413, 415) },
+          response: { 200: Envelope(ConfigView), ...errorResponses(400, 413, 415, 422) },
         },
       },
       async (req) => {
-        const { max_retries, ...rest } = req.body;
-        const problems = checkOrigins(rest.cors_origins, services.config.corsAllowCredentials);
+        const problems = [
+          ...schemaProblems(req),
+          ...checkOrigins(req.body, services.config.corsAllowCredentials),
+        ];
         if (problems.length > 0) throw invalidConfig(problems);
-        await services.settings.update(rest);
-        if (max_retries !== undefined) await retry.update({ max_attempts: max_retries });
+        await apply(services, retry, req.body);
         return ok(req, view(services, retry));
       },
     );
@@ -139,19 +189,24 @@ export function configRoutes(services: Services, retry: RetryPolicyHolder): Fast
     app.put<{ Body: RetryPolicyUpdate }>(
       '/retry/policy',
       {
+        attachValidation: true,
         config: { validation: 'config', audit: 'retry_policy.update' },
         schema: {
           tags: ['config'],
           summary: 'Change the retry policy (partial; an explicit null resets `timeout`)',
+          description:
+            'Every invalid value is reported (400 INVALID_CONFIGURATION) and then nothing is changed.',
           body: RetryPolicyUpdateSchema,
-          response: { 200: Envelope(RetryPolicySchema), ...errorResponses(400, 413, 415) },
+          response: { 200: Envelope(RetryPolicySchema), ...errorResponses(400, 413, 415, 422) },
         },
       },
       async (req) => {
-        const next = { ...retry.get(), ...req.body };
-        const problems = crossCheck(next).map((m) => item(['max_backoff_delay'], m, next.max_backoff_delay));
+        const fromSchema = schemaProblems(req);
+        const problems = [...fromSchema, ...policyProblems(retry.get(), req.body, fromSchema)];
         if (problems.length > 0) throw invalidConfig(problems);
-        return ok(req, await retry.update(req.body));
+        const policy = await retry.update(req.body);
+        if (services.store.backend !== 'memory') services.settings.markStored();
+        return ok(req, policy);
       },
     );
   };

@@ -128,10 +128,13 @@ export function rootMetricsRoutes(services: Services): FastifyPluginAsync {
           return s ? [s] : [];
         });
         if (req.query.format === 'prometheus') {
+          // The event history keeps a deleted proxy's past, but no series may carry its id: the per-proxy
+          // transitions are those of current members; the total still counts every event.
+          const live = events.filter((e) => pool.get(e.proxy_id) !== undefined);
           return reply
             .type(EXPOSITION_CONTENT_TYPE)
             .serializer(String)
-            .send(renderBreakerMetrics({ states, events, total_events: events.length, hours }));
+            .send(renderBreakerMetrics({ states, events: live, total_events: events.length, hours }));
         }
         return ok(req, {
           states: states.map(breakerView),

@@ -1,4 +1,5 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { poolEmptyError } from '../../outbound/call-error.ts';
 import { proxyView } from '../../pool/view.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
@@ -64,9 +65,17 @@ function decodeBody(b: ProxiedRequestBodyT): Buffer | null {
   return Buffer.from(b.body, 'base64');
 }
 
-function abortOnClientGone(req: FastifyRequest): AbortSignal {
+/**
+ * Fires when the caller goes away before its answer was written. It listens on the response, which
+ * lives for one request: a listener on the socket would pile up on a keep-alive connection, one per
+ * request, each holding its controller until the connection closes.
+ */
+function abortOnClientGone(reply: FastifyReply): AbortSignal {
   const ac = new AbortController();
-  req.raw.socket?.once('close', () => ac.abort());
+  const res = reply.raw;
+  res.once('close', () => {
+    if (!res.writableFinished) ac.abort();
+  });
   return ac.signal;
 }
 
@@ -89,7 +98,7 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           response: { 200: Envelope(ProxiedResponse), ...errorResponses(400, 413, 415, 422, 502, 503, 504) },
         },
       },
-      async (req) => {
+      async (req, reply) => {
         const b = req.body;
         const url = parseTarget(b.url);
         checkHeaders(b.headers);
@@ -110,7 +119,7 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           timeoutS: b.timeout ?? services.settings.get().timeout,
           sessionId: b.session_id,
           country: b.country?.toUpperCase(),
-          signal: abortOnClientGone(req),
+          signal: abortOnClientGone(reply),
         });
         let text: string;
         let encoding: 'utf8' | 'base64' = 'utf8';
@@ -149,11 +158,8 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           sessionId: req.query.session_id,
           country: req.query.country?.toUpperCase(),
         });
-        if (!e)
-          throw new ApiError(
-            'PROXY_POOL_EMPTY',
-            services.pool.size === 0 ? 'No proxies configured' : 'Every proxy circuit breaker is open',
-          );
+        // Same answer as a request would get, Retry-After included when every breaker is open.
+        if (!e) throw poolEmptyError(services.breakers.earliestHalfOpenAt(), services.clock.now());
         return ok(req, proxyView(services.pool, e));
       },
     );

@@ -1,0 +1,80 @@
+import http from 'node:http';
+import net from 'node:net';
+
+/** Size of the large-body route: exactly 1 MiB. */
+export const BIG_BYTES = 1024 * 1024;
+
+export interface Target {
+  readonly port: number;
+  /** Small JSON body, keep-alive. */
+  readonly jsonUrl: string;
+  /** 1 MiB of ASCII text (so that a gateway returning text has nothing to escape or re-encode). */
+  readonly bigUrl: string;
+  close(): Promise<void>;
+}
+
+const SMALL = Buffer.from(JSON.stringify({ ok: true, service: 'rota-bench-target', n: 42 }));
+export const SMALL_BYTES = SMALL.length;
+const BIG = Buffer.alloc(BIG_BYTES, 'abcdefghijklmnopqrstuvwxyz0123456789');
+
+/** The HTTP server every request ends at, in the harness process, on loopback. */
+export async function startTarget(): Promise<Target> {
+  const server = http.createServer((req, res) => {
+    const body = req.url === '/big' ? BIG : SMALL;
+    const type = req.url === '/big' ? 'text/plain' : 'application/json';
+    res.writeHead(200, { 'content-type': type, 'content-length': body.length });
+    res.end(body);
+  });
+  // Long keep-alive: the forward proxy's pooled connections should not be closed under our feet.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  const sockets = new Set<net.Socket>();
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const addr = server.address() as net.AddressInfo;
+  return {
+    port: addr.port,
+    jsonUrl: `http://127.0.0.1:${addr.port}/json`,
+    bigUrl: `http://127.0.0.1:${addr.port}/big`,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export interface Blackholes {
+  readonly ports: readonly number[];
+  /** Connections accepted so far, over every port. */
+  readonly accepted: () => number;
+  close(): Promise<void>;
+}
+
+/** Dead proxies of the worst kind: they accept the TCP connection, read, and never answer. */
+export async function startBlackholes(n: number): Promise<Blackholes> {
+  const sockets = new Set<net.Socket>();
+  let accepted = 0;
+  const servers: net.Server[] = [];
+  for (let i = 0; i < n; i++) {
+    const server = net.createServer((s) => {
+      accepted++;
+      sockets.add(s);
+      s.on('error', () => {});
+      s.resume();
+      s.once('close', () => sockets.delete(s));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+  }
+  return {
+    ports: servers.map((s) => (s.address() as net.AddressInfo).port),
+    accepted: () => accepted,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    },
+  };
+}
