@@ -2,13 +2,14 @@
  * `npm run bench`: every workload of issue 6 against Rota and the references, one at a time, then one
  * table on stdout and in BENCHMARKS.md. `--quick` shortens every run (and the pool-scale pool) for
  * development and writes bench/.work/BENCHMARKS.quick.md instead; `--only=compare,failover,scale,health`
- * runs a subset. A reference that cannot run is marked in the table; the run goes on.
+ * runs a subset; `--profile` starts every Rota with --cpu-prof (profiles in bench/.work/profiles). A
+ * reference that cannot run is marked in the table; the run goes on.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Ctx } from './lib/context.ts';
 import { startTarget } from './lib/fixtures.ts';
-import { describeMachine, loadAverage } from './lib/machine.ts';
+import { describeMachine, loadAverage, waitForQuiet } from './lib/machine.ts';
 import { type RunReport, renderSummary, writeBenchmarks } from './lib/markdown.ts';
 import { installCleanup, run, stopAll } from './lib/proc.ts';
 import { ensureProxywhirl, PROXYWHIRL_VERSION } from './lib/proxywhirl.ts';
@@ -28,8 +29,9 @@ function log(message: string): void {
   process.stderr.write(`${message}\n`);
 }
 
-function parseArgs(argv: readonly string[]): { quick: boolean; only: Set<WorkloadName> } {
+function parseArgs(argv: readonly string[]): { quick: boolean; profile: boolean; only: Set<WorkloadName> } {
   const quick = argv.includes('--quick');
+  const profile = argv.includes('--profile');
   const onlyArg = argv.find((a) => a.startsWith('--only='));
   const only = new Set<WorkloadName>();
   for (const w of onlyArg ? onlyArg.slice('--only='.length).split(',') : WORKLOADS) {
@@ -39,7 +41,7 @@ function parseArgs(argv: readonly string[]): { quick: boolean; only: Set<Workloa
     }
     only.add(w as WorkloadName);
   }
-  return { quick, only };
+  return { quick, profile, only };
 }
 
 function commandLine(quick: boolean, only: ReadonlySet<WorkloadName>): string {
@@ -86,7 +88,7 @@ async function prepare(
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const { quick, only } = parseArgs(process.argv.slice(2));
+  const { quick, profile, only } = parseArgs(process.argv.slice(2));
   installCleanup(log);
   const workDir = join(ROOT, 'bench', '.work');
   mkdirSync(workDir, { recursive: true });
@@ -104,6 +106,7 @@ async function main(): Promise<void> {
     loadS: quick ? 4 : 20,
     warmS: quick ? 1 : 3,
     scaleProxies: quick ? 10_000 : 100_000,
+    rotaNodeFlags: profile ? ['--cpu-prof', `--cpu-prof-dir=${join(workDir, 'profiles')}`] : [],
     log,
   };
   const outputs: WorkloadOutput[] = [];
@@ -113,10 +116,13 @@ async function main(): Promise<void> {
     scale: () => runScale(ctx),
     health: () => runHealth(ctx),
   };
+  const background: string[] = [];
   try {
     for (const name of WORKLOADS) {
       if (!only.has(name)) continue;
       log(`\n== ${name}`);
+      const busy = await waitForQuiet(quick ? 0 : 600, log);
+      background.push(`${name} ${(busy * 100).toFixed(0)}%`);
       try {
         outputs.push(await steps[name]());
       } catch (e) {
@@ -136,7 +142,10 @@ async function main(): Promise<void> {
     proxywhirl: pwError ? `${PROXYWHIRL_VERSION} (unavailable: ${pwError})` : PROXYWHIRL_VERSION,
     rows: outputs.flatMap((o) => o.rows),
     targets: outputs.flatMap((o) => o.targets),
-    notes: outputs.flatMap((o) => o.notes),
+    notes: [
+      `CPU used by other programs just before each workload (the harness waits up to 10 min for < 15%): ${background.join(', ')}.`,
+      ...outputs.flatMap((o) => o.notes),
+    ],
     loadAfter: loadAverage(),
     elapsedS: (performance.now() - started) / 1000,
   };

@@ -4,7 +4,7 @@ import type { Config } from './config.ts';
 import { registerAuthCheck, registerAuthGate } from './http/auth.ts';
 import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
-import { genReqId, registerHooks } from './http/hooks.ts';
+import { frameworkErrorHandler, genReqId, registerHooks } from './http/hooks.ts';
 import { registerJsonParser } from './http/json-parser.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { breakerRoutes } from './http/routes/breakers.ts';
@@ -49,6 +49,11 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     keepAliveTimeout: 72_000,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     trustProxy: false,
+    // Slowloris: a request head must arrive within 10 s, checked every second (Node checks every 30 s).
+    http: { headersTimeout: 10_000, connectionsCheckingInterval: 1_000 },
+    // Paths Fastify rejects before any hook (bad percent-encoding, a parameter over maxParamLength) get
+    // the envelope, the request id and the security headers too.
+    frameworkErrors: frameworkErrorHandler(services.clientIp),
   });
 
   registerErrorHandling(app);

@@ -149,7 +149,7 @@ describe('timeout and max_retries', () => {
     const took = performance.now() - t0;
     assert.equal(slow.status, 504, slow.text);
     assert.equal((slow.json as { error: { code: string } }).error.code, 'REQUEST_TIMEOUT');
-    assert.ok(took >= 900 && took < 2_000, `took ${took} ms`);
+    assert.ok(took >= 900 && took < 2_400, `took ${took} ms: before the target answered`);
     await api.data('PUT', '/config', { body: { timeout: 5 } });
     const ok = await api.data<{ status_code: number }>('POST', '/request', requestBody('/slow?ms=1200'));
     assert.equal(ok.status_code, 200);

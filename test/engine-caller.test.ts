@@ -69,15 +69,15 @@ describe('the caller connection', () => {
   test('a caller that goes away cancels the upstream attempt, which is not held against the proxy', async () => {
     const agent = new http.Agent({ keepAlive: false });
     const statsBefore = (await getProxy(t, proxyId)).stats;
-    const { done, req } = post(agent, { url: target.url('/slow?ms=1500').href, timeout: 5 });
+    const { done, req } = post(agent, { url: target.url('/slow?ms=2500').href, timeout: 5 });
     done.catch(() => {});
     await waitUntil(() => target.count('GET', '/slow') >= 1);
     const socketsBefore = proxy.openSockets;
     assert.ok(socketsBefore >= 1);
     const gone = performance.now();
     req.destroy();
-    await waitUntil(() => proxy.openSockets < socketsBefore, 1_000);
-    assert.ok(performance.now() - gone < 1_000, 'cancelled, not left to run to the end');
+    await waitUntil(() => proxy.openSockets < socketsBefore, 1_500);
+    assert.ok(performance.now() - gone < 1_500, 'cancelled, not left to run to the end');
     const p = await getProxy(t, proxyId);
     assert.deepEqual(p.stats, statsBefore, 'an abandoned attempt counts neither way');
     assert.equal(p.health, 'healthy');

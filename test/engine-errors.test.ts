@@ -69,7 +69,7 @@ describe('pool and failover errors', () => {
     const retryAfter = Number(res.headers['retry-after']);
     assert.ok(retryAfter >= 29 && retryAfter <= 30, String(res.headers['retry-after']));
     assert.equal(res.json().error.details.retry_after_s, retryAfter);
-    assert.ok(performance.now() - started < 200);
+    assert.ok(performance.now() - started < 1_000, 'no proxy was tried');
   });
 
   test('GET rotate says the same, and a live proxy added later is used at once', async () => {

@@ -156,11 +156,11 @@ describe('answers and limits', () => {
 
   test('the request timeout is a total deadline: a slow target is 504 REQUEST_TIMEOUT in about that time', async () => {
     const started = performance.now();
-    const res = await proxied(t, { url: target.url('/slow?ms=2000').href, timeout: 1 });
+    const res = await proxied(t, { url: target.url('/slow?ms=3000').href, timeout: 1 });
     const took = performance.now() - started;
     assert.equal(res.statusCode, 504, res.body);
     assert.equal(res.json().error.code, 'REQUEST_TIMEOUT');
-    assert.ok(took >= 900 && took < 1_600, `took ${took} ms`);
+    assert.ok(took >= 900 && took < 2_500, `took ${took} ms`);
   });
 
   test('proxy_used is scheme://host:port; elapsed_ms and attempts are reported', async () => {

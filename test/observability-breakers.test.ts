@@ -172,7 +172,10 @@ describe('hours windows and retention (ROTA_METRICS_RETENTION_HOURS=3)', () => {
     jumped += 31_000;
     const b = await breaker(r);
     assert.equal(b.state, 'half-open');
-    assert.ok(Date.parse(b.next_test_time ?? '') <= Date.parse(b.last_state_change), 'a trial is allowed now');
+    assert.ok(
+      Date.parse(b.next_test_time ?? '') <= Date.parse(b.last_state_change),
+      'a trial is allowed now',
+    );
     assert.deepEqual((await events(1)).map(brief).at(-1), [r, 'open', 'half-open', 'timeout_elapsed']);
     const res = await t.app.inject({ url: '/metrics' });
     assert.match(res.body, new RegExp(`^rota_circuit_breaker_state\\{proxy_id="${r}"\\} 2$`, 'm'));

@@ -85,6 +85,15 @@ describe('rate limits: API keys (auth on)', () => {
       assert.equal(t.services.pool.size, 0);
     }));
 
+  it('/metrics is unlimited for the key, but guessing keys against it is counted like anywhere else', () =>
+    withApp(env, async (t) => {
+      const scrape = (key: string) => ip('198.51.100.10', { url: '/metrics', headers: { 'x-api-key': key } });
+      assert.deepEqual(await statuses(t, 12, () => scrape(API_KEY)), Array(12).fill(200));
+      const guesses = await statuses(t, 6, () => scrape(randomBytes(8).toString('hex')));
+      assert.deepEqual(guesses, [401, 401, 401, 401, 429, 429]);
+      assert.equal((await t.app.inject(scrape(API_KEY))).statusCode, 200, 'the scraper is never refused');
+    }));
+
   it('the key is one bucket whichever header carries it and whichever address sends it', () =>
     withApp(env, async (t) => {
       const forms = [{ 'x-api-key': API_KEY }, { authorization: `Bearer ${API_KEY}` }];

@@ -15,5 +15,7 @@ export interface Ctx {
   readonly warmS: number;
   /** Proxies in the pool-scale workload (100,000; fewer with --quick). */
   readonly scaleProxies: number;
+  /** Node flags for every Rota started (`--profile` adds --cpu-prof into bench/.work/profiles). */
+  readonly rotaNodeFlags: readonly string[];
   log(message: string): void;
 }

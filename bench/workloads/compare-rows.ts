@@ -5,7 +5,13 @@ export type PhaseKey = 'throughput' | 'latency' | 'big';
 export type SubjectName = 'direct' | 'proxywhirl' | 'rota';
 
 export type Measured =
-  | { readonly ok: true; readonly wrk: WrkResult; readonly peakRssMb: number | null }
+  | {
+      readonly ok: true;
+      readonly wrk: WrkResult;
+      readonly peakRssMb: number | null;
+      /** RSS just before the measured run (after the warm-up). */
+      readonly baseRssMb: number | null;
+    }
   | { readonly ok: false; readonly reason: string };
 
 type Get = (phase: PhaseKey, subject: SubjectName) => Measured;
@@ -84,10 +90,12 @@ export function comparisonRows(get: Get): { rows: Row[]; notes: string[] } {
   const l = '2. Added latency (small JSON, 1 conn)';
   const b = '3. Large bodies (1 MiB, 10 conns)';
   const rss = (_w: WrkResult, m: Extract<Measured, { ok: true }>) => m.peakRssMb;
+  const base = (_w: WrkResult, m: Extract<Measured, { ok: true }>) => m.baseRssMb;
   const rows: Row[] = [
     row(get, 'throughput', t, 'successful req/s', 0, goodput),
     row(get, 'throughput', t, 'p50 latency, ms', 2, (w) => w.p50Ms),
     row(get, 'throughput', t, 'p99 latency, ms', 2, (w) => w.p99Ms),
+    row(get, 'throughput', t, 'RSS before the run, MB', 1, base),
     row(get, 'throughput', t, 'peak RSS, MB', 1, rss),
     row(get, 'latency', l, 'p50 latency, ms', 3, (w) => w.p50Ms),
     row(get, 'latency', l, 'p99 latency, ms', 3, (w) => w.p99Ms),

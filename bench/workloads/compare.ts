@@ -63,7 +63,12 @@ async function measure(ctx: Ctx, s: Subject, phase: Phase): Promise<Measured> {
     throw e;
   }
   const peak = watch?.stop() ?? null;
-  return { ok: true, wrk: result, peakRssMb: peak === null ? null : peak / MB };
+  return {
+    ok: true,
+    wrk: result,
+    peakRssMb: peak === null ? null : peak / MB,
+    baseRssMb: watch === null ? null : watch.before / MB,
+  };
 }
 
 async function startGateways(
@@ -74,7 +79,7 @@ async function startGateways(
   const proxies = ports.map((p) => ({ url: `http://127.0.0.1:${p}` }));
   const stops: Array<() => Promise<void>> = [];
   try {
-    const rota = await startRota({ name: 'compare', workDir: ctx.workDir });
+    const rota = await startRota({ name: 'compare', workDir: ctx.workDir, nodeFlags: ctx.rotaNodeFlags });
     stops.push(rota.stop);
     await addProxies(rota.base, proxies);
     await probe(rota.base, ctx.target.jsonUrl);

@@ -55,7 +55,7 @@ export async function runFailover(ctx: Ctx): Promise<WorkloadOutput> {
   ]);
   let rota: Awaited<ReturnType<typeof startRota>> | null = null;
   try {
-    rota = await startRota({ name: 'failover', workDir: ctx.workDir });
+    rota = await startRota({ name: 'failover', workDir: ctx.workDir, nodeFlags: ctx.rotaNodeFlags });
     await addProxies(rota.base, proxies);
     ctx.log(`  failover: Rota, 5 live + 5 dead proxies (50 connections, ${durationS} s)`);
     const base = rota.base;

@@ -35,6 +35,7 @@ async function atConcurrency(ctx: Ctx, concurrency: number, proxies: readonly Pr
     rota = await startRota({
       name: `health-${concurrency}`,
       workDir: ctx.workDir,
+      nodeFlags: ctx.rotaNodeFlags,
       env: {
         ROTA_HEALTH_CHECK_CONCURRENCY: String(concurrency),
         ROTA_HEALTH_CHECK_URL: ctx.target.jsonUrl,

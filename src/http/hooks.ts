@@ -55,7 +55,7 @@ export function frameworkErrorHandler(clientIp: ClientIpResolver) {
         ctx: {},
       },
     ];
-    sendError(req, reply, tooLong ? 422 : 400, 'VALIDATION_ERROR', detail[0]!.msg, detail, detail);
+    sendError(req, reply, 422, 'VALIDATION_ERROR', detail[0]!.msg, detail, detail);
     req.log.info(
       { method: req.method, route: 'unmatched', client_ip: req.clientIp, status: reply.statusCode },
       'request',

@@ -8,6 +8,7 @@ import ipaddr from 'ipaddr.js';
 import type { Config } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import type { Rate } from '../lib/rate.ts';
+import { isPublicRoute } from './auth.ts';
 import { ApiError } from './errors.ts';
 import { routeOf } from './hooks.ts';
 
@@ -95,9 +96,13 @@ export async function registerRateLimit(app: FastifyInstance, d: RateLimitDeps):
     }
     return h;
   };
+  // /metrics is never limited for whoever may read it (scrapers must not be refused); a caller the
+  // auth gate will refuse is counted like anywhere else, or /metrics would be a free key-guessing oracle.
+  const exempt = (req: FastifyRequest): boolean =>
+    !config.requireAuth || req.apiKeyValid || isPublicRoute(req.routeOptions.url, config.publicMetrics);
   app.addHook('onRequest', async function limit(req, reply) {
     const own = req.routeOptions.config?.rateLimit;
-    if (own === false) return; // /metrics: scrapers must never be refused
+    if (own === false && exempt(req)) return;
     await (own ? handlerFor(own) : fallback).call(this, req, reply);
   });
 }

@@ -122,7 +122,7 @@ export class Executor {
         if (s.answer) break;
         throw callError(s.lastError, s.failed, true);
       }
-      if (s.pause && !(await this.pause(s, policy, attempts.length + 1, deadline))) break;
+      if (s.pause && !(await this.waitBeforeRetry(s, input, policy, deadline, attempts.length + 1))) break;
       const entry = this.d.selector.pick({
         exclude: s.tried,
         sessionId: input.sessionId,
@@ -177,11 +177,28 @@ export class Executor {
   /**
    * The wait before asking the target again. Only when another attempt can follow (never after the
    * last proxy), and before the pick, so that what is picked is still in the pool once it is over.
+   * False when no further attempt is worth making: no proxy left, no time left, or the caller gone.
    */
-  private async pause(s: CallState, policy: RetryPolicy, nextAttempt: number, deadline: number) {
+  private async waitBeforeRetry(
+    s: CallState,
+    input: CallInput,
+    policy: RetryPolicy,
+    deadline: number,
+    nextAttempt: number,
+  ): Promise<boolean> {
     s.pause = false;
     if (!this.d.selector.hasCandidate(s.tried)) return false;
-    return this.backoff(policy, nextAttempt, deadline);
+    const ms = backoffSeconds(policy, nextAttempt, this.d.random) * 1000;
+    // A wait that reaches the deadline leaves no time to ask again: the caller is better served now.
+    if (ms >= deadline - this.d.monotonic()) return false;
+    if (ms > 0) {
+      try {
+        await sleep(ms, undefined, input.signal ? { signal: input.signal } : undefined);
+      } catch {
+        return false; // the caller went away during the wait
+      }
+    }
+    return true;
   }
 
   private async attempt(
@@ -275,18 +292,6 @@ export class Executor {
     const left = deadline - now;
     const share = Math.max(left / attemptsLeft, 2 * this.d.connectTimeoutMs);
     return Math.min(deadline, now + share);
-  }
-
-  /**
-   * Waits before the next attempt. False, at once, when the wait would reach the deadline: there would
-   * be no time left to ask again, so the caller is better served now with what is known.
-   */
-  private async backoff(policy: RetryPolicy, nextAttempt: number, deadline: number): Promise<boolean> {
-    const ms = backoffSeconds(policy, nextAttempt, this.d.random) * 1000;
-    const left = deadline - this.d.monotonic();
-    if (ms >= left) return false;
-    if (ms > 0) await sleep(ms);
-    return true;
   }
 
   private poolEmpty(): ApiError {

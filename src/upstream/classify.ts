@@ -112,6 +112,11 @@ export function proxyAuthRequired(status = 407): UpstreamError {
   return fail('proxy_auth', `the proxy refused the credentials (${status})`, false);
 }
 
+/** The proxy's own error page for an absolute-URI request: it could not connect to the target. */
+export function proxyCouldNotReachTarget(status: number): UpstreamError {
+  return fail('target_unreachable', `the proxy could not reach the target (${status})`, false);
+}
+
 /** A timeout while reaching the proxy (TCP, TLS, CONNECT or SOCKS handshake). */
 export function dialTimeout(ms: number): UpstreamError {
   return fail(

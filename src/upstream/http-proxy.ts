@@ -23,7 +23,12 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import type { ProxyRecord } from '../pool/types.ts';
-import { classifyProxyDialError, connectStatusError, proxyAuthRequired } from './classify.ts';
+import {
+  classifyProxyDialError,
+  connectStatusError,
+  proxyAuthRequired,
+  proxyCouldNotReachTarget,
+} from './classify.ts';
 import {
   authority,
   connectTcp,
@@ -130,13 +135,30 @@ function isTinyproxyRefusal(status: number, headers: IncomingHttpHeaders): boole
   );
 }
 
-/** A handler wrapper that turns the proxy's own refusal into a proxy_auth failure (absolute-URI form). */
-function guardProxyAuth(handler: Dispatcher.DispatchHandler): Dispatcher.DispatchHandler {
+/**
+ * An error page the proxy wrote itself because it could not reach the target, as opposed to a 5xx the
+ * target answered. Recognised only by unambiguous signatures: RFC 9209 `Proxy-Status` with a
+ * connect-phase error, Squid's `X-Squid-Error` for a failed connect or lookup, and tinyproxy's own 500
+ * ("Unable to connect"; it stamps `Server: tinyproxy/…` only on pages it generates).
+ */
+const CONNECT_PHASE =
+  /\berror=(dns_error|dns_timeout|destination_not_found|destination_unavailable|destination_ip_unroutable|connection_refused|connection_timeout)\b/;
+
+function proxyCouldNotConnect(status: number, headers: IncomingHttpHeaders): boolean {
+  if (status < 500 || status > 599) return false;
+  if (CONNECT_PHASE.test(String(headers['proxy-status'] ?? ''))) return true;
+  if (/^ERR_(CONNECT_FAIL|DNS_FAIL)\b/.test(String(headers['x-squid-error'] ?? ''))) return true;
+  return status === 500 && String(headers.server ?? '').startsWith('tinyproxy/');
+}
+
+/** A handler wrapper that turns the proxy's own refusals and error pages into failures (absolute-URI form). */
+function guardProxyAnswers(handler: Dispatcher.DispatchHandler): Dispatcher.DispatchHandler {
   return {
     onRequestStart: (c, ctx) => handler.onRequestStart?.(c, ctx),
     onRequestUpgrade: (c, s, h, sock) => handler.onRequestUpgrade?.(c, s, h, sock),
     onResponseStart: (c, status, headers, msg) => {
       if (status === 407 || isTinyproxyRefusal(status, headers)) return c.abort(proxyAuthRequired(status));
+      if (proxyCouldNotConnect(status, headers)) return c.abort(proxyCouldNotReachTarget(status));
       return handler.onResponseStart?.(c, status, headers, msg);
     },
     onResponseData: (c, chunk) => handler.onResponseData?.(c, chunk),
@@ -175,7 +197,7 @@ function absoluteUri(forwardOrigin: string, auth: string | null): Dispatcher.Dis
     if (auth === null) delete headers['proxy-authorization'];
     else headers['proxy-authorization'] = auth;
     const path = `${origin.origin}${opts.path}`;
-    return dispatch({ ...opts, origin: forwardOrigin, path, headers }, guardProxyAuth(handler));
+    return dispatch({ ...opts, origin: forwardOrigin, path, headers }, guardProxyAnswers(handler));
   };
 }
 

@@ -50,6 +50,7 @@ export function healthCheckRoutes(services: Services): FastifyPluginAsync {
               ? 'Health-check proxies (deprecated: use proxies/health-check)'
               : 'Health-check proxies',
             deprecated,
+            'x-body-optional': true,
             body: Body,
             response: { 200: Envelope(Type.Array(Result)), ...errorResponses(413, 415, 422) },
           },

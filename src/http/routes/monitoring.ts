@@ -37,6 +37,8 @@ export function monitoringRoutes(services: Services, lastRotation: () => number 
     app.get(
       '/health',
       {
+        // Probes of load balancers and orchestrators must never be throttled into "unhealthy".
+        config: { rateLimit: false },
         schema: {
           tags: TAG,
           summary: 'Liveness and pool health (503 when every proxy is failing)',
@@ -58,6 +60,8 @@ export function monitoringRoutes(services: Services, lastRotation: () => number 
     app.get(
       '/ready',
       {
+        // Probes of load balancers and orchestrators must never be throttled into "unhealthy".
+        config: { rateLimit: false },
         schema: {
           tags: TAG,
           summary: 'Readiness: storage open and pool loaded',
