@@ -11,7 +11,7 @@ import type { Ctx } from './lib/context.ts';
 import { startTarget } from './lib/fixtures.ts';
 import { describeMachine, loadAverage, waitForQuiet } from './lib/machine.ts';
 import { type RunReport, renderSummary, writeBenchmarks } from './lib/markdown.ts';
-import { installCleanup, run, stopAll } from './lib/proc.ts';
+import { installCleanup, isInterrupted, run, stopAll } from './lib/proc.ts';
 import { ensureProxywhirl, PROXYWHIRL_VERSION } from './lib/proxywhirl.ts';
 import { emptyOutput, type WorkloadOutput } from './lib/report.ts';
 import { ROOT } from './lib/rota.ts';
@@ -134,6 +134,7 @@ async function main(): Promise<void> {
     await target.close();
     await stopAll();
   }
+  if (isInterrupted()) return new Promise<void>(() => {}); // the signal handler exits once all is stopped
   const report: RunReport = {
     machine,
     command: commandLine(quick, only),

@@ -20,6 +20,16 @@ export interface Proc {
 }
 
 const live = new Set<Proc>();
+let interrupted = false;
+
+/** True once Ctrl-C or SIGTERM arrived: nothing new is started and no report is written. */
+export function isInterrupted(): boolean {
+  return interrupted;
+}
+
+function refuseIfInterrupted(what: string): void {
+  if (interrupted) throw new Error(`interrupted: not starting ${what}`);
+}
 
 export interface StartOptions {
   readonly env?: NodeJS.ProcessEnv;
@@ -29,6 +39,7 @@ export interface StartOptions {
 }
 
 export function startProcess(name: string, cmd: string, args: readonly string[], o: StartOptions): Proc {
+  refuseIfInterrupted(name);
   mkdirSync(dirname(o.logPath), { recursive: true });
   const fd = openSync(o.logPath, 'a');
   let child: ChildProcess;
@@ -102,6 +113,7 @@ export function installCleanup(log: (msg: string) => void): void {
   if (installed) return;
   installed = true;
   const onSignal = (signal: NodeJS.Signals) => {
+    interrupted = true;
     log(`\n${signal}: stopping every process the benchmark started...`);
     void stopAll().finally(() => process.exit(130));
   };
@@ -150,6 +162,7 @@ export function run(
   args: readonly string[],
   o: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  if (interrupted) return Promise.resolve({ code: null, stdout: '', stderr: 'interrupted' });
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd: o.cwd, env: o.env ?? process.env, detached: true });
     const tracked: Proc = {

@@ -54,3 +54,30 @@ export class RssWatch {
 }
 
 export const MB = 1024 * 1024;
+
+/** CPU time (user + system) a process has used so far, in clock ticks, or null once it is gone. */
+function cpuTicks(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Waits until a process has stopped working (under 5% of a core over half a second), at most `maxMs`:
+ * after a warm-up, a gateway may still be serving the requests wrk abandoned, and the measured run
+ * must not inherit them.
+ */
+export async function waitForIdleProcess(pid: number, maxMs: number): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  const tickMs = 10; // USER_HZ is 100 on Linux
+  while (Date.now() < deadline) {
+    const a = cpuTicks(pid);
+    await new Promise((r) => setTimeout(r, 500));
+    const b = cpuTicks(pid);
+    if (a === null || b === null || (b - a) * tickMs < 25) return;
+  }
+}

@@ -2,7 +2,7 @@ import type { Ctx } from '../lib/context.ts';
 import { PROXYWHIRL_VERSION, probe, startProxywhirl } from '../lib/proxywhirl.ts';
 import { check, failedCell, type Row, type WorkloadOutput } from '../lib/report.ts';
 import { addProxies, requestBody, startRota } from '../lib/rota.ts';
-import { MB, RssWatch } from '../lib/rss.ts';
+import { MB, RssWatch, waitForIdleProcess } from '../lib/rss.ts';
 import { type WrkOptions, type WrkResult, wrk } from '../lib/wrk.ts';
 import { comparisonRows, type Measured, type PhaseKey, type SubjectName } from './compare-rows.ts';
 
@@ -54,6 +54,7 @@ async function measure(ctx: Ctx, s: Subject, phase: Phase): Promise<Measured> {
   const base = { ...s.options(targetUrl), connections: phase.connections, timeoutS: 30 };
   ctx.log(`  ${phase.key}: ${s.name} (${phase.connections} connections, ${ctx.loadS} s)`);
   await wrk({ ...base, durationS: ctx.warmS });
+  if (s.pid !== null) await waitForIdleProcess(s.pid, 60_000);
   const watch = s.pid === null ? null : new RssWatch(s.pid);
   let result: WrkResult;
   try {

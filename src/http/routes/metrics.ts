@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import {
   EXPOSITION_CONTENT_TYPE,
   renderBreakerMetrics,
@@ -21,6 +21,14 @@ import {
 import { breakerView, eventView } from './breakers.ts';
 
 const TAG = ['metrics'];
+
+/** JSON by default, Prometheus exposition text with `format=prometheus`: both documented. */
+function jsonOrText(json: TSchema) {
+  return {
+    description: 'JSON envelope, or Prometheus text (version 0.0.4) with format=prometheus',
+    content: { 'application/json': { schema: json }, 'text/plain': { schema: Type.String() } },
+  };
+}
 
 /** Routes under /api/v1: stats and the retry metrics in JSON. */
 export function apiMetricsRoutes(services: Services): FastifyPluginAsync {
@@ -95,7 +103,7 @@ export function rootMetricsRoutes(services: Services): FastifyPluginAsync {
           tags: TAG,
           summary: 'Retry metrics (JSON, or Prometheus text with format=prometheus)',
           querystring: FormatHoursQuery,
-          response: { 200: Envelope(RetryMetricsSchema), ...errorResponses(422) },
+          response: { 200: jsonOrText(Envelope(RetryMetricsSchema)), ...errorResponses(422) },
         },
       },
       async (req, reply) => {
@@ -117,7 +125,7 @@ export function rootMetricsRoutes(services: Services): FastifyPluginAsync {
           tags: TAG,
           summary: 'Circuit-breaker states and events (JSON, or Prometheus text with format=prometheus)',
           querystring: FormatHoursQuery,
-          response: { 200: Envelope(BreakerMetricsSchema), ...errorResponses(422) },
+          response: { 200: jsonOrText(Envelope(BreakerMetricsSchema)), ...errorResponses(422) },
         },
       },
       async (req, reply) => {
