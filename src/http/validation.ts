@@ -20,6 +20,8 @@ interface AjvParams {
   allowedValue?: unknown;
   pattern?: string;
   format?: string;
+  i?: number;
+  j?: number;
 }
 
 const TYPE_NAMES: Record<string, string> = {
@@ -105,6 +107,12 @@ function describe(e: FastifySchemaValidationError): {
         msg: 'String does not match the expected pattern',
         ctx: { pattern: p.pattern },
       };
+    case 'uniqueItems':
+      return {
+        type: 'value_error',
+        msg: `List items must be unique (items ${p.j} and ${p.i} are the same)`,
+        ctx: { duplicate_of: p.j, index: p.i },
+      };
     case 'format':
       return { type: 'value_error', msg: `Input should be a valid ${p.format}`, ctx: { format: p.format } };
     default:
@@ -165,7 +173,9 @@ export function toDetail(
     const input = e.keyword === 'required' ? valueAt(data, path) : valueAt(data, at);
     out.push({ loc: [LOC_ROOT[context] ?? context, ...at], msg, type, input: safeInput(at, input), ctx });
   }
-  return out;
+  // A nullable field that fails gets one error per branch ("not null" among them); the other says more.
+  const located = new Set(out.filter((d) => d.type !== 'none_required').map((d) => d.loc.join('.')));
+  return out.filter((d) => d.type !== 'none_required' || !located.has(d.loc.join('.')));
 }
 
 /** The most specific code for a set of failing fields (DECISIONS: "Envelope, request id, errors"). */

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { Value } from 'typebox/value';
 import type { ProxyStore } from '../store/types.ts';
 
 export const BACKOFF = ['exponential', 'linear', 'fixed'] as const;
@@ -53,15 +54,30 @@ export class RetryPolicyHolder {
   private current: RetryPolicy;
   private readonly store: ProxyStore;
 
+  private readonly base: RetryPolicy;
+  private overrides: Readonly<RetryPolicyUpdate> = {};
+
   constructor(store: ProxyStore, maxAttempts: number) {
     this.store = store;
-    this.current = Object.freeze({ ...DEFAULT_POLICY, max_attempts: maxAttempts });
+    this.base = Object.freeze({ ...DEFAULT_POLICY, max_attempts: maxAttempts });
+    this.current = this.base;
   }
 
+  /**
+   * Applies what earlier PUTs stored. Only the fields a PUT set are stored, so a field nobody changed at
+   * runtime keeps following its environment variable (ROTA_MAX_RETRIES) across restarts; a stored value
+   * that is no longer valid (a database from another version) is ignored.
+   */
   async load(): Promise<boolean> {
-    const saved = (await this.store.getSetting(KEY)) as Partial<RetryPolicy> | null;
-    if (!saved || typeof saved !== 'object') return false;
-    this.current = Object.freeze({ ...this.current, ...saved });
+    const saved = await this.store.getSetting(KEY);
+    if (!saved || typeof saved !== 'object' || Array.isArray(saved)) return false;
+    const overrides: Record<string, unknown> = {};
+    for (const [key, schema] of Object.entries(RetryPolicySchema.properties)) {
+      const v = (saved as Record<string, unknown>)[key];
+      if (v !== undefined && Value.Check(schema, v)) overrides[key] = v;
+    }
+    this.overrides = Object.freeze(overrides as RetryPolicyUpdate);
+    this.current = Object.freeze({ ...this.base, ...this.overrides });
     return true;
   }
 
@@ -71,8 +87,10 @@ export class RetryPolicyHolder {
 
   /** Explicit null resets a nullable field; absent fields stay. Persist first, then swap. */
   async update(patch: RetryPolicyUpdate): Promise<RetryPolicy> {
-    const next = Object.freeze({ ...this.current, ...patch });
-    await this.store.putSetting(KEY, next);
+    const overrides = Object.freeze({ ...this.overrides, ...patch });
+    const next = Object.freeze({ ...this.base, ...overrides });
+    await this.store.putSetting(KEY, overrides);
+    this.overrides = overrides;
     this.current = next;
     return next;
   }
@@ -81,7 +99,7 @@ export class RetryPolicyHolder {
 /** Checks that need more than one field. Returns problems (empty when fine). */
 export function crossCheck(p: RetryPolicy): string[] {
   const out: string[] = [];
-  if (p.max_backoff_delay < p.base_delay && p.backoff_strategy !== 'fixed') {
+  if (p.max_backoff_delay < p.base_delay) {
     out.push('max_backoff_delay must be >= base_delay');
   }
   return out;
