@@ -1,21 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
-import { fileURLToPath } from 'node:url';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/** A loopback port nobody listens on right now. */
-export async function freeLoopbackPort(): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const addr = srv.address();
-  srv.close();
-  await once(srv, 'close');
-  if (addr === null || typeof addr === 'string') throw new Error('no port');
-  return addr.port;
-}
+import { startServer } from './server.ts';
 
 export interface RunningRota {
   readonly base: string;
@@ -25,57 +10,17 @@ export interface RunningRota {
   stop(): Promise<void>;
 }
 
-/**
- * Starts `node src/main.ts` as `npm start` does, with only the given ROTA_* variables (the caller's own
- * ROTA_* environment must not leak in), and waits until it answers HTTP.
- */
+/** Starts `node src/main.ts` as `npm start` does (see helpers/server.ts) and waits until it is ready. */
 export async function spawnRota(env: Record<string, string>): Promise<RunningRota> {
-  const port = await freeLoopbackPort();
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROTA_')));
-  const child = spawn(process.execPath, ['src/main.ts'], {
-    cwd: ROOT,
-    env: { ...inherited, ROTA_HOST: '127.0.0.1', ROTA_PORT: String(port), ROTA_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (c: Buffer) => {
-    out += c.toString();
-  });
-  child.stderr?.on('data', (c: Buffer) => {
-    out += c.toString();
-  });
-  const base = `http://127.0.0.1:${port}`;
-  const running: RunningRota = { base, port, output: () => out, stop: () => stopChild(child) };
-  try {
-    await waitForHttp(child, `${base}/api/v1/health`, () => out);
-  } catch (e) {
-    await running.stop();
-    throw e;
-  }
-  return running;
-}
-
-async function waitForHttp(child: ChildProcess, url: string, output: () => string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`rota exited with ${child.exitCode}:\n${output()}`);
-    try {
-      await fetch(url, { signal: AbortSignal.timeout(1_000) });
-      return;
-    } catch {
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  throw new Error(`rota did not answer on ${url} within 15 s:\n${output()}`);
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
+  const s = await startServer(env);
+  return {
+    base: s.url,
+    port: s.port,
+    output: () => s.output(),
+    stop: async () => {
+      await s.stop();
+    },
+  };
 }
 
 export interface TrapProxy {
