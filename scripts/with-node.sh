@@ -37,7 +37,13 @@ stamp_want="$(node -p 'process.versions.modules')-$(lock_sum)"
 stamp_file="node_modules/.rota-install-stamp"
 if [ ! -f "$stamp_file" ] || [ "$(cat "$stamp_file")" != "$stamp_want" ]; then
   echo "with-node: installing dependencies (npm ci) for Node $(node --version)" >&2
-  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund >&2; else npm install --no-audit --no-fund >&2; fi
+  # npm 11/12 can reject with `npm ci` a lock file it has just written when an optional dependency of
+  # another platform is not on the registry (npm/cli#9846: "Missing: @biomejs/cli-android-arm64@ from
+  # lock file"). Then `npm install`, which honours the same lock file, is the fallback.
+  if [ ! -f package-lock.json ] || ! npm ci --no-audit --no-fund >&2; then
+    echo "with-node: npm ci refused the lock file; falling back to npm install" >&2
+    npm install --no-audit --no-fund >&2
+  fi
   stamp_want="$(node -p 'process.versions.modules')-$(lock_sum)"
   echo "$stamp_want" >"$stamp_file"
 fi

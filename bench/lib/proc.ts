@@ -96,6 +96,11 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** The harness and every process it runs right now: CPU they use is ours, the rest is someone else's. */
+export function ourPids(): number[] {
+  return [process.pid, ...[...live].filter((p) => !p.hasExited()).map((p) => p.pid)];
+}
+
 export async function stopAll(): Promise<void> {
   await Promise.all([...live].map((p) => p.stop()));
 }

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
-import { run } from './proc.ts';
+import { ForeignCpuWatch } from './cpu.ts';
+import { ourPids, run } from './proc.ts';
 
 const SCRIPT = fileURLToPath(new URL('../wrk/bench.lua', import.meta.url));
 export const WRK = '/usr/bin/wrk';
@@ -28,6 +29,8 @@ export interface WrkResult {
   readonly p90Ms: number;
   readonly p99Ms: number;
   readonly maxMs: number;
+  /** Share of the machine's CPU used by programs outside the benchmark during the run (0-1). */
+  readonly foreignCpu: number;
   readonly errors: {
     readonly connect: number;
     readonly read: number;
@@ -74,7 +77,9 @@ export async function wrk(o: WrkOptions): Promise<WrkResult> {
     o.body ?? '',
     ...Object.entries(o.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
   ];
+  const watch = new ForeignCpuWatch(ourPids);
   const r = await run(WRK, args, { timeoutMs: (o.durationS + (o.timeoutS ?? 30) + 30) * 1000 });
+  const foreignCpu = watch.stop();
   const line = r.stdout.split('\n').find((l) => l.startsWith('BENCH_JSON '));
   if (r.code !== 0 || !line) {
     throw new Error(`wrk failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().slice(0, 300)}`);
@@ -91,6 +96,7 @@ export async function wrk(o: WrkOptions): Promise<WrkResult> {
     p90Ms: raw.p90_us / 1000,
     p99Ms: raw.p99_us / 1000,
     maxMs: raw.max_us / 1000,
+    foreignCpu,
     errors: {
       connect: raw.connect,
       read: raw.read,

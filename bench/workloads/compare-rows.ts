@@ -1,3 +1,4 @@
+import { foreignNote } from '../lib/cpu.ts';
 import { type Cell, fmt, type Row } from '../lib/report.ts';
 import { failures, type WrkResult } from '../lib/wrk.ts';
 
@@ -73,7 +74,9 @@ function errorNotes(get: Get): string[] {
   for (const phase of ['throughput', 'latency', 'big'] as const) {
     for (const s of SUBJECTS) {
       const m = get(phase, s);
-      if (!m.ok || failures(m.wrk) === 0) continue;
+      if (!m.ok) continue;
+      notes.push(...foreignNote(`${names[phase]}, ${s}`, m.wrk.foreignCpu));
+      if (failures(m.wrk) === 0) continue;
       const e = m.wrk.errors;
       notes.push(
         `${names[phase]}, ${s}: ${failures(m.wrk)} failed of ${fmt(m.wrk.requests, 0)} answers ` +

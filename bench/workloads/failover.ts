@@ -1,4 +1,5 @@
 import type { Ctx } from '../lib/context.ts';
+import { foreignNote } from '../lib/cpu.ts';
 import { startBlackholes } from '../lib/fixtures.ts';
 import { sleep } from '../lib/proc.ts';
 import { check, failedCell, type Row, type WorkloadOutput } from '../lib/report.ts';
@@ -106,6 +107,7 @@ export async function runFailover(ctx: Ctx): Promise<WorkloadOutput> {
       `4. Failover: ${w.requests} answers in ${w.durationS.toFixed(1)} s, ${w.errors.status} with status ≥ 400, ` +
         `${w.errors.timeout} wrk timeouts (60 s); ${holes.accepted()} connections reached the dead proxies. ` +
         'Calls still in flight when wrk stopped are in neither count.',
+      ...foreignNote('4. Failover', w.foreignCpu),
     ];
     return {
       rows,

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { Ctx } from '../lib/context.ts';
+import { foreignNote } from '../lib/cpu.ts';
 import { populatedDatabase } from '../lib/populate.ts';
 import {
   type Cell,
@@ -25,6 +26,7 @@ interface Figures {
   exportAddedMb: Cell;
   exportS: Cell;
   exportLines: Cell;
+  notes: string[];
 }
 
 /** Reads the whole NDJSON export as a fast client would, counting lines; nothing is kept. */
@@ -72,6 +74,10 @@ async function measureLoaded(ctx: Ctx, rota: Rota, f: Figures): Promise<void> {
   f.pageP50 = page.p50Ms;
   f.pageP99 = page.p99Ms;
   if (rotate.errors.status + page.errors.status > 0) throw new Error('rotate or page answered errors');
+  f.notes.push(
+    ...foreignNote('5. GET rotate', rotate.foreignCpu),
+    ...foreignNote('5. GET proxies page', page.foreignCpu),
+  );
   ctx.log('  scale: streaming GET proxies/export');
   const watch = new RssWatch(rota.proc.pid);
   const t0 = performance.now();
@@ -96,6 +102,7 @@ export async function runScale(ctx: Ctx): Promise<WorkloadOutput> {
     exportAddedMb: na,
     exportS: na,
     exportLines: na,
+    notes: [],
   };
   const notes: string[] = [];
   let rota: Rota | null = null;
@@ -123,11 +130,11 @@ export async function runScale(ctx: Ctx): Promise<WorkloadOutput> {
       notes.push(`5. Pool scale: the export had ${String(f.exportLines)} lines, expected ${n}.`);
   } catch (e) {
     const failed = failedCell(e);
-    for (const k of Object.keys(f) as (keyof Figures)[]) if (f[k] === na) f[k] = failed;
+    for (const k of Object.keys(f) as (keyof Figures)[]) if (k !== 'notes' && f[k] === na) f[k] = failed;
   } finally {
     await rota?.stop();
   }
-  return { rows: rows(n, f), targets: targets(n, f), notes };
+  return { rows: rows(n, f), targets: targets(n, f), notes: [...notes, ...f.notes] };
 }
 
 function rows(n: number, f: Figures): Row[] {
