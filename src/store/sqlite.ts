@@ -106,7 +106,7 @@ export class SqliteStore implements ProxyStore {
       const { stmts, cipher } = this.opened();
       const records: ProxyRecord[] = [];
       for (const row of stmts.batch.iterate(after, BATCH)) {
-        records.push(toRecord(row, cipher));
+        records.push(toRecord(row, cipher, true));
         after = row.seq;
       }
       yield* records;
@@ -210,17 +210,33 @@ function context(id: string, field: string): string {
   return `proxy ${id} ${field}`;
 }
 
-function toRecord(row: Row, cipher: CredentialCipher): ProxyRecord {
+/**
+ * With `lazyPassword` (start-up: 100,000 rows), the password is decrypted on first read, which is when the
+ * proxy's dispatcher is first built; half of the start-up decryption work is then never done for proxies
+ * that are not used. A damaged value still throws CredentialDecryptError, at that first read. The username
+ * is decrypted at once: the pool needs it for the duplicate check.
+ */
+function toRecord(row: Row, cipher: CredentialCipher, lazyPassword = false): ProxyRecord {
   if (!(PROTOCOLS as readonly string[]).includes(row.protocol)) {
     throw new CredentialDecryptError(`stored proxy ${row.id} has an unknown protocol`);
   }
+  const sealed = row.password_enc;
+  const openPassword = () => (sealed === null ? null : cipher.open(sealed, context(row.id, 'password')));
+  let password: string | null | undefined = lazyPassword
+    ? sealed === null
+      ? null
+      : undefined
+    : openPassword();
   return {
     id: row.id,
     protocol: row.protocol as Protocol,
     host: row.host,
     port: row.port,
     username: row.username_enc === null ? null : cipher.open(row.username_enc, context(row.id, 'username')),
-    password: row.password_enc === null ? null : cipher.open(row.password_enc, context(row.id, 'password')),
+    get password() {
+      password ??= openPassword();
+      return password;
+    },
     weight: row.weight,
     country: row.country,
     tags: JSON.parse(row.tags) as string[],

@@ -27,6 +27,8 @@ export function eventView(e: BreakerEvent) {
 export function breakerRoutes(services: Services): FastifyPluginAsync {
   const { breakers, pool, clock } = services;
   const snapshotOf = (id: string) => {
+    // Breakers are created on first use; a proxy that never had one is simply closed.
+    if (pool.get(id)) breakers.add(id);
     const s = pool.get(id) ? breakers.snapshot(id) : undefined;
     if (!s)
       throw new ApiError('PROXY_NOT_FOUND', 'No circuit breaker for this proxy', {

@@ -132,6 +132,7 @@ export function rootMetricsRoutes(services: Services): FastifyPluginAsync {
         const hours = req.query.hours;
         const events = breakers.events(clock.now() - hours * 3_600_000);
         const states = pool.all().flatMap((e) => {
+          breakers.add(e.record.id); // created on first use: an unused proxy's breaker is closed
           const s = breakers.snapshot(e.record.id);
           return s ? [s] : [];
         });
