@@ -65,6 +65,8 @@ export interface ServiceOverrides {
   store?: ProxyStore;
   /** Trust for upstream TLS (tests use self-signed proxies and targets). */
   upstreamTls?: UpstreamTlsOptions;
+  /** How long a deleted proxy's in-flight requests may finish (default 5 s); tests shorten it. */
+  upstreamCloseGraceMs?: number;
   /** Process metrics on /metrics; tests building many apps turn them off. */
   processMetrics?: boolean;
 }
@@ -127,6 +129,7 @@ export async function createServices(
   const dispatchers = new DispatcherCache({
     connectTimeoutMs: config.connectTimeoutS * 1000,
     ...(o.upstreamTls ? { tls: o.upstreamTls } : {}),
+    ...(o.upstreamCloseGraceMs === undefined ? {} : { closeGraceMs: o.upstreamCloseGraceMs }),
   });
   const selector = new Selector(pool, breakers, settings, { random, now: clock.now });
   const { stats, retryMetrics, prom } = buildMetrics(config, clock, pool, breakers, o.processMetrics ?? true);

@@ -69,6 +69,19 @@ describe('bad input', () => {
     await poolUnchanged();
   });
 
+  it('a malformed body is never quoted back (it may hold a secret)', async () => {
+    const res = await post('{"url":"http://h:1","password": hunter2SECRET}');
+    assert.equal(res.statusCode, 422);
+    assert.ok(!res.body.includes('hunter2'), res.body);
+    assert.match(res.json().detail[0].msg, /^Invalid JSON/);
+  });
+
+  it("an unknown field's value is not echoed", async () => {
+    const res = await post(JSON.stringify({ url: 'http://5.6.7.8:1', pwd: 'SECRETPWD' }));
+    assert.equal(res.statusCode, 422);
+    assert.ok(!res.body.includes('SECRETPWD'));
+  });
+
   it('422 for an empty JSON body', async () => {
     const res = await post('');
     assert.equal(res.statusCode, 422);

@@ -6,7 +6,7 @@ export const REDACTED = '[REDACTED]';
 
 /** Field and header names whose value is a secret, matched anywhere in the name (`x-auth-token`). */
 const SECRET_KEY =
-  /pass(?:wd|word|phrase)?$|^pass|secret|token|api[-_]?key|auth|cookie|credential|private[-_]?key|^user(?:name)?$|signature/i;
+  /pass(?:wd|word|phrase)?$|^pass|pwd|passw|secret|token|api[-_]?key|auth|cookie|credential|private[-_]?key|^user(?:name)?$|signature/i;
 
 export function isSecretKey(key: string): boolean {
   return SECRET_KEY.test(key);

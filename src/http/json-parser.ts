@@ -35,7 +35,14 @@ export function registerJsonParser(app: FastifyInstance, bodyLimit: number): voi
     try {
       done(null, sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
     } catch (e) {
-      const msg = e instanceof SyntaxError ? e.message : 'Forbidden key in JSON body';
+      // V8's message quotes ~20 characters of the body around the error, which may be a secret: keep only
+      // where it failed.
+      const pos = e instanceof SyntaxError ? /position (\d+)/.exec(e.message)?.[1] : undefined;
+      const msg = !(e instanceof SyntaxError)
+        ? 'Forbidden key in JSON body'
+        : pos === undefined
+          ? 'Invalid JSON'
+          : `Invalid JSON at position ${pos}`;
       done(invalid(msg), undefined);
     }
   });

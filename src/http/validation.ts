@@ -170,7 +170,13 @@ export function toDetail(
     const key = `${at.join('.')}|${type}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    const input = e.keyword === 'required' ? valueAt(data, path) : valueAt(data, at);
+    // An unknown field's value is not echoed: a client may have put a secret under a name we do not know.
+    const input =
+      e.keyword === 'required'
+        ? valueAt(data, path)
+        : e.keyword === 'additionalProperties'
+          ? null
+          : valueAt(data, at);
     out.push({ loc: [LOC_ROOT[context] ?? context, ...at], msg, type, input: safeInput(at, input), ctx });
   }
   // A nullable field that fails gets one error per branch ("not null" among them); the other says more.

@@ -136,9 +136,12 @@ export class Executor {
       const permit = this.d.breakers.admit(entry.record.id);
       if (!permit) continue; // lost a half-open trial slot to a concurrent call: not an attempt
       const n = attempts.length + 1;
-      const slice = replayable ? this.attemptDeadline(deadline, policy.max_attempts - n + 1) : deadline;
+      const slice = replayable
+        ? this.attemptDeadline(entry, deadline, policy.max_attempts - n + 1)
+        : deadline;
       const result = await this.attempt(entry, permit, input, slice, policy, n, attempts);
-      const next = this.afterAttempt(s, entry, result, n, attempts.length - 1, replayable);
+      const callerGone = input.signal?.aborted === true;
+      const next = this.afterAttempt(s, entry, result, n, attempts.length - 1, replayable, callerGone);
       if (next === 'done' && s.answer) return s.answer.result;
       if (next === 'stop') break;
     }
@@ -155,6 +158,7 @@ export class Executor {
     n: number,
     recordAt: number,
     replayable: boolean,
+    callerGone: boolean,
   ): 'done' | 'stop' | 'next' {
     if (result.type === 'response') {
       s.answer = { result: { response: result.response, proxy: entry, attempts: n }, at: recordAt };
@@ -165,8 +169,9 @@ export class Executor {
     const err = result.error;
     s.lastError = err;
     s.failed.push(describeAttempt(entry, err));
-    if (err.kind === 'aborted' || err.kind === 'response_too_large' || err.kind === 'target_tls')
-      return 'stop';
+    // `aborted` is also a proxy deleted mid-call (its dispatcher closed): only a caller that went away
+    // ends the call; otherwise another proxy may still answer.
+    if (callerGone || err.kind === 'response_too_large' || err.kind === 'target_tls') return 'stop';
     if (err.mayHaveReachedTarget && !replayable) throw unsafeToRetryError(err, s.failed);
     // A proxy fault is left at once: the next proxy is a different resource, there is nothing to back
     // off from. Only a target-side failure (it may be overloaded) waits before asking again.
@@ -283,11 +288,14 @@ export class Executor {
 
   /**
    * A proxy that accepts the connection and never answers looks, in absolute-URI form, exactly like a slow
-   * target: only time tells them apart. So that one such proxy cannot eat the whole deadline, an attempt
-   * that can still fail over gets an equal share of what is left (never less than two connect timeouts).
+   * target: only time tells them apart. So that such a proxy cannot eat the whole deadline, an attempt
+   * through a proxy that has not proven itself (no success yet, or failing lately) gets an equal share of
+   * what is left (never less than two connect timeouts) when it can still fail over. A proven proxy gets
+   * the whole deadline: a slow target must not be cut short and blamed on a proxy that works.
    */
-  private attemptDeadline(deadline: number, attemptsLeft: number): number {
-    if (attemptsLeft <= 1) return deadline;
+  private attemptDeadline(entry: ProxyEntry, deadline: number, attemptsLeft: number): number {
+    const proven = entry.stats.success > 0 && entry.consecutiveFailures === 0;
+    if (attemptsLeft <= 1 || proven) return deadline;
     const now = this.d.monotonic();
     const left = deadline - now;
     const share = Math.max(left / attemptsLeft, 2 * this.d.connectTimeoutMs);

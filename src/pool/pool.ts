@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../http/errors.ts';
-import type { ProxyStore } from '../store/types.ts';
+import { DuplicateProxyError, type ProxyStore } from '../store/types.ts';
 import { parseProxyUrl } from './proxy-url.ts';
 import {
   type Health,
@@ -43,6 +43,12 @@ export interface PoolListener {
 }
 
 type Clock = () => number;
+
+function duplicate(record: ProxyRecord): ApiError {
+  return new ApiError('PROXY_ALREADY_EXISTS', `A proxy with URL ${publicUrl(record)} already exists`, {
+    details: { url: publicUrl(record) },
+  });
+}
 
 /**
  * The in-memory pool. The store is the durable copy; the pool is the one every read and every selection
@@ -101,14 +107,14 @@ export class Pool {
   async add(input: AddProxyInput): Promise<ProxyEntry> {
     const record = this.buildRecord(input);
     const key = identityKey(record);
-    if (this.byIdentity.has(key) || this.pending.has(key)) {
-      throw new ApiError('PROXY_ALREADY_EXISTS', `A proxy with URL ${publicUrl(record)} already exists`, {
-        details: { url: publicUrl(record) },
-      });
-    }
+    if (this.byIdentity.has(key) || this.pending.has(key)) throw duplicate(record);
     this.pending.add(key);
     try {
       await this.store.insert(record);
+    } catch (err) {
+      // The store knows a row the pool does not (another writer): still a duplicate, not a 500.
+      if (err instanceof DuplicateProxyError) throw duplicate(record);
+      throw err;
     } finally {
       this.pending.delete(key);
     }
