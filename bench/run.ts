@@ -87,6 +87,35 @@ async function prepare(
   return { squid, squidError, pwError };
 }
 
+/** Each selected workload in turn, each after waiting for a quiet machine; one failing does not stop the rest. */
+async function runWorkloads(
+  ctx: Ctx,
+  only: ReadonlySet<WorkloadName>,
+  pwError: string | null,
+): Promise<{ outputs: WorkloadOutput[]; background: string[] }> {
+  const steps: Record<WorkloadName, () => Promise<WorkloadOutput>> = {
+    compare: () => runCompare(ctx, pwError),
+    failover: () => runFailover(ctx),
+    scale: () => runScale(ctx),
+    health: () => runHealth(ctx),
+  };
+  const outputs: WorkloadOutput[] = [];
+  const background: string[] = [];
+  for (const name of WORKLOADS) {
+    if (!only.has(name) || isInterrupted()) continue;
+    log(`\n== ${name}`);
+    const busy = await waitForQuiet(ctx.quick ? 0 : 600, log);
+    background.push(`${name} ${(busy * 100).toFixed(0)}%`);
+    try {
+      outputs.push(await steps[name]());
+    } catch (e) {
+      log(`${name} failed: ${(e as Error).stack ?? e}`);
+      outputs.push({ ...emptyOutput(), notes: [`${name}: the harness failed: ${(e as Error).message}`] });
+    }
+  }
+  return { outputs, background };
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   const { quick, profile, only } = parseArgs(process.argv.slice(2));
@@ -110,31 +139,14 @@ async function main(): Promise<void> {
     rotaNodeFlags: profile ? ['--cpu-prof', `--cpu-prof-dir=${join(workDir, 'profiles')}`] : [],
     log,
   };
-  const outputs: WorkloadOutput[] = [];
-  const steps: Record<WorkloadName, () => Promise<WorkloadOutput>> = {
-    compare: () => runCompare(ctx, pwError),
-    failover: () => runFailover(ctx),
-    scale: () => runScale(ctx),
-    health: () => runHealth(ctx),
-  };
-  const background: string[] = [];
+  let done: { outputs: WorkloadOutput[]; background: string[] };
   try {
-    for (const name of WORKLOADS) {
-      if (!only.has(name)) continue;
-      log(`\n== ${name}`);
-      const busy = await waitForQuiet(quick ? 0 : 600, log);
-      background.push(`${name} ${(busy * 100).toFixed(0)}%`);
-      try {
-        outputs.push(await steps[name]());
-      } catch (e) {
-        log(`${name} failed: ${(e as Error).stack ?? e}`);
-        outputs.push({ ...emptyOutput(), notes: [`${name}: the harness failed: ${(e as Error).message}`] });
-      }
-    }
+    done = await runWorkloads(ctx, only, pwError);
   } finally {
     await target.close();
     await stopAll();
   }
+  const { outputs, background } = done;
   if (isInterrupted()) return new Promise<void>(() => {}); // the signal handler exits once all is stopped
   const report: RunReport = {
     machine,

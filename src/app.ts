@@ -41,6 +41,9 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     // Our own onResponse hook writes one line per request (hooks.ts); Fastify's two would double it.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     genReqId,
+    // Fastify passes `{}` options to child() on every request, which sends pino down its slow path (and
+    // the bindings through redaction). No route sets a log level or serializers, so bindings suffice.
+    childLoggerFactory: (logger, bindings) => logger.child(bindings),
     bodyLimit: config.maxBodyBytes,
     rewriteUrl: (req) => rewriteUrl(req.url ?? '/'),
     // Slow clients must not hold sockets forever (slowloris): the whole request must arrive in time.

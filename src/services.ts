@@ -126,7 +126,9 @@ export async function createServices(
     retentionMs: config.metricsRetentionHours * 3_600_000,
   });
   pool.setStatusResolver((id) => STATUS_OF[breakers.state(id)]);
+  const ssrf = new SsrfGuard({ allow: config.ssrfAllow });
   const dispatchers = new DispatcherCache({
+    checkAddress: (ip) => ssrf.checkAddress(ip),
     connectTimeoutMs: config.connectTimeoutS * 1000,
     ...(o.upstreamTls ? { tls: o.upstreamTls } : {}),
     ...(o.upstreamCloseGraceMs === undefined ? {} : { closeGraceMs: o.upstreamCloseGraceMs }),
@@ -192,7 +194,7 @@ export async function createServices(
     dispatchers,
     selector,
     executor,
-    ssrf: new SsrfGuard({ allow: config.ssrfAllow }),
+    ssrf,
     health,
     stats,
     retryMetrics,

@@ -25,7 +25,7 @@ export async function describeMachine(): Promise<Machine> {
     cpu: os.cpus()[0]?.model.trim() ?? 'unknown',
     kernel: `${os.type()} ${os.release()}`,
     node: process.version,
-    wrk: (w.stdout + w.stderr).split('\n')[0]?.trim() || 'wrk (version unknown)',
+    wrk: /^wrk \S+/.exec((w.stdout + w.stderr).trim())?.[0] ?? 'wrk (version unknown)',
     python: (py.stdout + py.stderr).trim() || 'unknown',
     loadBefore: loadAverage(),
   };

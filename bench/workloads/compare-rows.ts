@@ -17,10 +17,46 @@ export type Measured =
 
 type Get = (phase: PhaseKey, subject: SubjectName) => Measured;
 
+export const PHASE_TITLES: Record<PhaseKey, string> = {
+  throughput: '1. Throughput',
+  latency: '2. Latency',
+  big: '3. Large bodies',
+};
+
+/**
+ * Two runs of the same subject as one: counts and time add up (so rates are pooled rates); percentiles,
+ * which cannot be pooled exactly, are averaged.
+ */
+export function pooled(a: WrkResult, b: WrkResult): WrkResult {
+  const requests = a.requests + b.requests;
+  const durationS = a.durationS + b.durationS;
+  const bytes = a.bytes + b.bytes;
+  const mean = (x: number, y: number) => (x + y) / 2;
+  return {
+    requests,
+    durationS,
+    bytes,
+    rps: requests / durationS,
+    mibps: bytes / durationS / (1024 * 1024),
+    p50Ms: mean(a.p50Ms, b.p50Ms),
+    p90Ms: mean(a.p90Ms, b.p90Ms),
+    p99Ms: mean(a.p99Ms, b.p99Ms),
+    maxMs: Math.max(a.maxMs, b.maxMs),
+    foreignCpu: Math.max(a.foreignCpu, b.foreignCpu),
+    errors: {
+      connect: a.errors.connect + b.errors.connect,
+      read: a.errors.read + b.errors.read,
+      write: a.errors.write + b.errors.write,
+      status: a.errors.status + b.errors.status,
+      timeout: a.errors.timeout + b.errors.timeout,
+    },
+  };
+}
+
 const SUBJECTS: readonly SubjectName[] = ['direct', 'proxywhirl', 'rota'];
 
 /** Answers per second that were 2xx/3xx: a gateway answering 502s fast must not look fast. */
-function goodput(w: WrkResult): number {
+export function goodput(w: WrkResult): number {
   return (w.requests - w.errors.status) / w.durationS;
 }
 

@@ -1,10 +1,18 @@
 import type { Ctx } from '../lib/context.ts';
 import { PROXYWHIRL_VERSION, probe, startProxywhirl } from '../lib/proxywhirl.ts';
-import { check, failedCell, type Row, type WorkloadOutput } from '../lib/report.ts';
+import { check, failedCell, fmt, type Row, type WorkloadOutput } from '../lib/report.ts';
 import { addProxies, requestBody, startRota } from '../lib/rota.ts';
 import { MB, RssWatch, waitForIdleProcess } from '../lib/rss.ts';
 import { type WrkOptions, type WrkResult, wrk } from '../lib/wrk.ts';
-import { comparisonRows, type Measured, type PhaseKey, type SubjectName } from './compare-rows.ts';
+import {
+  comparisonRows,
+  goodput,
+  type Measured,
+  PHASE_TITLES,
+  type PhaseKey,
+  pooled,
+  type SubjectName,
+} from './compare-rows.ts';
 
 /**
  * Workloads 1-3 side by side: the direct path (wrk straight through squid: the limit), proxywhirl and
@@ -75,12 +83,18 @@ async function measure(ctx: Ctx, s: Subject, phase: Phase): Promise<Measured> {
 async function startGateways(
   ctx: Ctx,
   subjects: Map<SubjectName, Subject | Error>,
+  phase: PhaseKey,
+  proxywhirlError: string | null,
 ): Promise<() => Promise<void>> {
   const ports = ctx.squid?.ports ?? [];
   const proxies = ports.map((p) => ({ url: `http://127.0.0.1:${p}` }));
   const stops: Array<() => Promise<void>> = [];
   try {
-    const rota = await startRota({ name: 'compare', workDir: ctx.workDir, nodeFlags: ctx.rotaNodeFlags });
+    const rota = await startRota({
+      name: `compare-${phase}`,
+      workDir: ctx.workDir,
+      nodeFlags: ctx.rotaNodeFlags,
+    });
     stops.push(rota.stop);
     await addProxies(rota.base, proxies);
     await probe(rota.base, ctx.target.jsonUrl);
@@ -88,6 +102,10 @@ async function startGateways(
   } catch (e) {
     ctx.log(`  Rota could not be set up: ${(e as Error).message}`);
     subjects.set('rota', e as Error);
+  }
+  if (proxywhirlError) {
+    subjects.set('proxywhirl', new Error(proxywhirlError));
+    return stopAllOf(stops);
   }
   try {
     const pw = await startProxywhirl(ctx.workDir, proxies);
@@ -98,9 +116,53 @@ async function startGateways(
     ctx.log(`  proxywhirl ${PROXYWHIRL_VERSION} could not be set up: ${(e as Error).message}`);
     subjects.set('proxywhirl', e as Error);
   }
+  return stopAllOf(stops);
+}
+
+function stopAllOf(stops: Array<() => Promise<void>>): () => Promise<void> {
   return async () => {
     await Promise.all(stops.map((s) => s()));
   };
+}
+
+async function measureOne(ctx: Ctx, s: Subject | Error | undefined, phase: Phase): Promise<Measured> {
+  if (s === undefined || s instanceof Error) return { ok: false, reason: failedCell(s).failed };
+  try {
+    return await measure(ctx, s, phase);
+  } catch (e) {
+    return { ok: false, reason: failedCell(e).failed };
+  }
+}
+
+/**
+ * Figures vary from run to run on this VM, so the direct path is measured just before and just after
+ * Rota and the two runs are pooled: the ratio compares runs made under the same conditions. proxywhirl,
+ * ~300× slower, goes last.
+ */
+async function measurePhase(
+  ctx: Ctx,
+  phase: Phase,
+  subjects: Map<SubjectName, Subject | Error>,
+  notes: string[],
+): Promise<Map<SubjectName, Measured>> {
+  const before = await measureOne(ctx, subjects.get('direct'), phase);
+  const rota = await measureOne(ctx, subjects.get('rota'), phase);
+  const after = await measureOne(ctx, subjects.get('direct'), phase);
+  const proxywhirl = await measureOne(ctx, subjects.get('proxywhirl'), phase);
+  let direct: Measured = before;
+  if (before.ok && after.ok) {
+    direct = { ok: true, wrk: pooled(before.wrk, after.wrk), peakRssMb: null, baseRssMb: null };
+    notes.push(
+      `${PHASE_TITLES[phase.key]}, direct path before / after Rota: ${fmt(goodput(before.wrk), 0)} / ` +
+        `${fmt(goodput(after.wrk), 0)} successful req/s, p50 ${fmt(before.wrk.p50Ms, 3)} / ` +
+        `${fmt(after.wrk.p50Ms, 3)} ms (the table pools both).`,
+    );
+  } else if (!before.ok) direct = after;
+  return new Map([
+    ['direct', direct],
+    ['rota', rota],
+    ['proxywhirl', proxywhirl],
+  ]);
 }
 
 export async function runCompare(ctx: Ctx, proxywhirlError: string | null): Promise<WorkloadOutput> {
@@ -120,25 +182,15 @@ export async function runCompare(ctx: Ctx, proxywhirlError: string | null): Prom
     options: (targetUrl) => ({ url: `http://127.0.0.1:${squidPort}/`, method: 'GET', path: targetUrl }),
   });
   const notes: string[] = [];
-  const stop = await startGateways(ctx, subjects);
-  if (proxywhirlError) subjects.set('proxywhirl', new Error(proxywhirlError));
-  try {
-    for (const phase of PHASES) {
-      for (const name of ['direct', 'proxywhirl', 'rota'] as const) {
-        const s = subjects.get(name);
-        if (s === undefined || s instanceof Error) {
-          results.set(key(phase.key, name), { ok: false, reason: failedCell(s).failed });
-          continue;
-        }
-        try {
-          results.set(key(phase.key, name), await measure(ctx, s, phase));
-        } catch (e) {
-          results.set(key(phase.key, name), { ok: false, reason: failedCell(e).failed });
-        }
-      }
+  // Fresh gateways for every phase: a peak RSS must not carry what the previous phase left behind.
+  for (const phase of PHASES) {
+    const stop = await startGateways(ctx, subjects, phase.key, proxywhirlError);
+    try {
+      const measured = await measurePhase(ctx, phase, subjects, notes);
+      for (const [name, m] of measured) results.set(key(phase.key, name), m);
+    } finally {
+      await stop();
     }
-  } finally {
-    await stop();
   }
   return finish(results, notes);
 }

@@ -78,9 +78,11 @@ export function registerAuthCheck(app: FastifyInstance, config: Config): void {
   app.decorateRequest('apiKeyValid', false);
   app.decorateRequest('apiKeyId', null);
   app.decorateRequest('authRefused', false);
+  // Without a configured key no request can carry a valid one: the decorated defaults are the answer.
+  if (expected === null) return;
   app.addHook('onRequest', (req, _reply, done) => {
-    const key = expected ? presented(req) : null;
-    req.apiKeyValid = key !== null && expected !== null && timingSafeEqual(digest(wireBytes(key)), expected);
+    const key = presented(req);
+    req.apiKeyValid = key !== null && timingSafeEqual(digest(wireBytes(key)), expected);
     req.apiKeyId = req.apiKeyValid ? keyId : null;
     done();
   });

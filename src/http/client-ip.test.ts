@@ -144,3 +144,32 @@ describe('rate-limit bucket of an address', () => {
     );
   });
 });
+
+describe('client IP without trusted proxies (fast path)', () => {
+  // A trusted range no generated peer falls in forces the general, parsing path: both must agree.
+  const open = new ClientIpResolver([], 'x-forwarded-for');
+  const parsing = new ClientIpResolver(['0.0.0.0/32'], 'x-forwarded-for');
+  const peers = fc.oneof(
+    v4,
+    v6,
+    v4.map((ip) => `::ffff:${ip}`),
+    fc.ipV4Extended(),
+    fc.constantFrom('', 'unknown', ' 1.2.3.4', '01.2.3.4', '1.2.3.4:80', '::FFFF:1.2.3.4', '256.1.1.1'),
+  );
+
+  it('answers exactly what the parsing path answers, for any peer string', () => {
+    fc.assert(
+      fc.property(peers, (peer) => {
+        fc.pre(peer !== '0.0.0.0');
+        assert.equal(open.resolve(peer, headers('9.9.9.9')), parsing.resolve(peer, {}));
+      }),
+      { numRuns: 2_000 },
+    );
+    assert.equal(open.resolve(undefined, {}), 'unknown');
+    assert.equal(open.resolve('::ffff:127.0.0.1', {}), '127.0.0.1');
+  });
+
+  it('the bucket of an IPv4 address is the address itself', () => {
+    fc.assert(fc.property(v4, (ip) => ipBucket(ip) === ip));
+  });
+});

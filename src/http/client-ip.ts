@@ -16,6 +16,24 @@ function parseAddr(text: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
     : a;
 }
 
+// Canonical dotted-quad only (no leading zeros, which ipaddr.js would read as octal): parsing it changes nothing.
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+const DOTTED_V4 = new RegExp(`^${OCTET}\\.${OCTET}\\.${OCTET}\\.${OCTET}$`);
+const MAPPED_PREFIX = '::ffff:';
+
+/**
+ * With no trusted proxy the answer is the socket peer, and Node already reports it in canonical form: a
+ * dotted IPv4 address, possibly IPv4-mapped (the dual-stack listener's `::ffff:a.b.c.d`). Those two are
+ * answered without parsing (they are nearly every request); anything else takes the full parse, so the
+ * result is the same as the general path's.
+ */
+function untrustedPeer(peer: string | undefined): string {
+  if (!peer) return peer ?? 'unknown';
+  const v4 = peer.startsWith(MAPPED_PREFIX) ? peer.slice(MAPPED_PREFIX.length) : peer;
+  if (DOTTED_V4.test(v4)) return v4;
+  return parseAddr(peer)?.toString() ?? peer;
+}
+
 /**
  * Decides the client address for rate limiting and logs. The header is believed only when the socket peer
  * is a trusted proxy, and then only from the right: each trusted hop appends what it saw, so the rightmost
@@ -39,6 +57,7 @@ export class ClientIpResolver {
   }
 
   resolve(peer: string | undefined, headers: Record<string, string | string[] | undefined>): string {
+    if (this.ranges.length === 0) return untrustedPeer(peer);
     const peerAddr = peer ? parseAddr(peer) : null;
     if (!peerAddr) return peer ?? 'unknown';
     if (this.ranges.length === 0 || !this.trusted(peerAddr)) return peerAddr.toString();

@@ -6,7 +6,7 @@ import type { ClientIpResolver } from './client-ip.ts';
 import { sendError } from './envelope.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
-const PRINTABLE_ID = /^[\x21-\x7e]{1,128}$/;
+const PRINTABLE_ID = /^[\x20-\x7e]{1,128}$/;
 
 /** DECISIONS: reuse the client's X-Request-ID when it is 1-128 printable ASCII characters. */
 export function genReqId(req: { headers: Record<string, string | string[] | undefined> }): string {
@@ -70,6 +70,10 @@ export function registerHooks(
   prom: PromMetrics,
 ): void {
   app.decorateRequest('clientIp', '');
+  // The request line carries only fixed fields (method, route template, client address, status, timing),
+  // never a secret, so it skips the wildcard redaction that the logger would otherwise walk on every call
+  // (a measurable share of per-request CPU). Every other line keeps the logger's full redaction.
+  const requestLog = app.log.child({}, { redact: { paths: [] } });
 
   app.addHook('onRequest', (req, reply, done) => {
     req.clientIp = clientIp.resolve(req.socket.remoteAddress, req.headers);
@@ -80,8 +84,9 @@ export function registerHooks(
 
   app.addHook('onResponse', (req, reply, done) => {
     prom.observeHttp(req.routeOptions.url, req.method, reply.statusCode, reply.elapsedTime / 1000);
-    req.log.info(
+    requestLog.info(
       {
+        request_id: req.id,
         method: req.method,
         route: routeOf(req),
         client_ip: req.clientIp,

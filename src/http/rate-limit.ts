@@ -29,6 +29,8 @@ const BUCKETS_PER_LIMIT = 10_000;
  * let it rotate through 2^64 buckets; the /64 is the unit a host can be held to.
  */
 export function ipBucket(ip: string): string {
+  // Every IPv6 form has a colon: IPv4 addresses (nearly every client) need no parsing.
+  if (!ip.includes(':')) return ip;
   if (!ipaddr.IPv6.isValid(ip) || ipaddr.IPv4.isValid(ip)) return ip;
   const a = ipaddr.IPv6.parse(ip);
   if (a.isIPv4MappedAddress()) return a.toIPv4Address().toString();

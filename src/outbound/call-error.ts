@@ -19,7 +19,7 @@ export function callError(
   deadlinePassed: boolean,
 ): ApiError {
   const details = { attempts: failed };
-  if (deadlinePassed || last?.kind === 'timeout') {
+  if (deadlinePassed || last?.kind === 'timeout' || last?.kind === 'queue_timeout') {
     return new ApiError('REQUEST_TIMEOUT', 'The request did not complete within its timeout', { details });
   }
   switch (last?.kind) {
@@ -30,6 +30,10 @@ export function callError(
     case 'response_too_large':
       return new ApiError('REQUEST_FAILED', 'The target response is larger than ROTA_MAX_RESPONSE_BYTES', {
         details,
+      });
+    case 'target_forbidden':
+      return new ApiError('INVALID_URL', 'Target not allowed: it resolves to a forbidden address', {
+        details: { ...details, reason: 'rebinding' },
       });
     case 'target_tls':
       return new ApiError('REQUEST_FAILED', 'TLS with the target failed', { details });

@@ -171,11 +171,17 @@ export class Executor {
     s.failed.push(describeAttempt(entry, err));
     // `aborted` is also a proxy deleted mid-call (its dispatcher closed): only a caller that went away
     // ends the call; otherwise another proxy may still answer.
-    if (callerGone || err.kind === 'response_too_large' || err.kind === 'target_tls') return 'stop';
+    if (
+      callerGone ||
+      err.kind === 'response_too_large' ||
+      err.kind === 'target_tls' ||
+      err.kind === 'target_forbidden'
+    )
+      return 'stop';
     if (err.mayHaveReachedTarget && !replayable) throw unsafeToRetryError(err, s.failed);
     // A proxy fault is left at once: the next proxy is a different resource, there is nothing to back
     // off from. Only a target-side failure (it may be overloaded) waits before asking again.
-    s.pause = !err.proxyFault;
+    s.pause = !err.proxyFault && err.kind !== 'queue_timeout';
     return 'next';
   }
 
@@ -272,7 +278,7 @@ export class Executor {
         ? r.retryable
           ? 'target_error'
           : 'success'
-        : r.error.kind === 'timeout'
+        : r.error.kind === 'timeout' || r.error.kind === 'queue_timeout'
           ? 'timeout'
           : proxyFault
             ? 'proxy_error'

@@ -2,6 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { classifyAddressWith } from './address.ts';
 import { AllowList } from './allow.ts';
+import { BoundedCache, type Clock } from './cache.ts';
 import { hostNameReason } from './host.ts';
 import type { SsrfReason, SsrfVerdict } from './types.ts';
 
@@ -16,6 +17,11 @@ export interface SsrfGuardOptions {
   readonly allow: readonly string[];
   readonly resolve?: Resolver;
   readonly resolveTimeoutMs?: number;
+  /** Addresses classified and host names resolved that are remembered. Default 1,000 each. */
+  readonly cacheSize?: number;
+  /** How long a successful DNS answer is reused. Default 30 s; 0 resolves on every check. */
+  readonly dnsCacheTtlMs?: number;
+  readonly now?: Clock;
 }
 
 /** getaddrinfo, like the HTTP client: it honours /etc/hosts, which may map a public-looking name inward. */
@@ -56,11 +62,22 @@ export class SsrfGuard {
   private readonly allow: AllowList;
   private readonly resolve: Resolver;
   private readonly timeoutMs: number;
+  /**
+   * An address's class depends only on the address and the allow list, which is fixed at start-up, so
+   * it never expires; the bound only keeps a stream of distinct targets from growing memory.
+   */
+  private readonly classes: BoundedCache<SsrfReason | null>;
+  /** Successful answers only: a failure or a timeout is retried on the next check. */
+  private readonly answers: BoundedCache<readonly string[]> | null;
 
   constructor(opts: SsrfGuardOptions) {
     this.allow = new AllowList(opts.allow);
     this.resolve = opts.resolve ?? lookupAll;
     this.timeoutMs = opts.resolveTimeoutMs ?? 2000;
+    const max = opts.cacheSize ?? 1000;
+    const ttlMs = opts.dnsCacheTtlMs ?? 30_000;
+    this.classes = new BoundedCache({ max });
+    this.answers = ttlMs > 0 ? new BoundedCache({ max, ttlMs, now: opts.now }) : null;
   }
 
   /**
@@ -94,17 +111,38 @@ export class SsrfGuard {
     if (this.allow.hasHost(host)) return { ok: true, url: url.href, addresses: [] };
     const byName = hostNameReason(host);
     if (byName) return reject(byName, 'name');
-    const addresses = await this.resolveWithTimeout(host);
+    const addresses = await this.addressesOf(host);
     if (addresses === null) return reject('unresolvable');
     return this.verdict(url, addresses, 'dns');
   }
 
+  private async addressesOf(host: string): Promise<readonly string[] | null> {
+    const cached = this.answers?.get(host);
+    if (cached !== undefined) return cached;
+    const fresh = await this.resolveWithTimeout(host);
+    if (fresh !== null) this.answers?.set(host, fresh);
+    return fresh;
+  }
+
   private verdict(url: URL, addresses: readonly string[], origin: Origin): SsrfVerdict {
     for (const ip of addresses) {
-      const reason = classifyAddressWith(ip, (a) => this.allow.hasAddress(a));
+      const reason = this.classify(ip);
       if (reason) return reject(reason, origin);
     }
     return { ok: true, url: url.href, addresses };
+  }
+
+  /** The rule for one address (allow list applied), for dialers that resolve the target themselves. */
+  checkAddress(ip: string): SsrfReason | null {
+    return this.classify(ip);
+  }
+
+  private classify(ip: string): SsrfReason | null {
+    const known = this.classes.get(ip);
+    if (known !== undefined) return known;
+    const reason = classifyAddressWith(ip, (a) => this.allow.hasAddress(a));
+    this.classes.set(ip, reason);
+    return reason;
   }
 
   /** Distinct IP addresses, or null on failure, timeout, an empty answer or anything that is not an IP. */

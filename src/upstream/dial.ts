@@ -17,6 +17,11 @@ export interface DialerOptions {
   readonly tls: UpstreamTlsOptions;
   /** Connections per target origin per proxy (undici pool size). */
   readonly connections?: number;
+  /**
+   * The SSRF rule for an address this dialer resolved itself (socks4, socks5): the guard checked the
+   * name earlier, but DNS may answer differently now (rebinding). Returns a reason to refuse, or null.
+   */
+  readonly checkAddress?: ((ip: string) => string | null) | undefined;
 }
 
 /** Where undici wants a connection to (the target, as seen before any proxying). */

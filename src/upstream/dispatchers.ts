@@ -14,9 +14,13 @@ export interface DispatcherCacheOptions {
   readonly connections?: number;
   /** How long close() lets in-flight requests finish before their sockets are destroyed. Default 5 s. */
   readonly closeGraceMs?: number;
+  /** SSRF rule for addresses a dialer resolves itself (see DialerOptions). */
+  readonly checkAddress?: (ip: string) => string | null;
 }
 
 interface Entry {
+  /** The last record seen for this id: records are immutable, so the same object needs no fingerprint. */
+  record: ProxyRecord;
   readonly fingerprint: string;
   readonly dispatcher: Dispatcher;
 }
@@ -55,6 +59,7 @@ export class DispatcherCache {
       connectTimeoutMs: opts.connectTimeoutMs,
       tls: opts.tls ?? {},
       connections: opts.connections,
+      checkAddress: opts.checkAddress,
     };
     this.#closeGraceMs = opts.closeGraceMs ?? 5_000;
   }
@@ -64,12 +69,17 @@ export class DispatcherCache {
   }
 
   get(record: ProxyRecord): Dispatcher {
-    const fp = fingerprint(record);
     const entry = this.#entries.get(record.id);
-    if (entry?.fingerprint === fp) return entry.dispatcher;
+    // The hot path: the pool hands out the same record object until the proxy is updated.
+    if (entry?.record === record) return entry.dispatcher;
+    const fp = fingerprint(record);
+    if (entry?.fingerprint === fp) {
+      entry.record = record;
+      return entry.dispatcher;
+    }
     if (entry) this.#retire(entry.dispatcher);
     const dispatcher = createDispatcher(record, this.#dialer);
-    this.#entries.set(record.id, { fingerprint: fp, dispatcher });
+    this.#entries.set(record.id, { record, fingerprint: fp, dispatcher });
     return dispatcher;
   }
 

@@ -52,8 +52,10 @@ function tooLarge(limit: number): UpstreamError {
 
 function deadlineError(phase: AttemptPhase): UpstreamError {
   if (phase === 'queued') {
+    // Still queued inside undici (every connection to this proxy busy): Rota's own queue, not a proxy
+    // fault. A proxy that cannot be reached fails in the dialer, within the connect timeout, instead.
     return new UpstreamError(
-      'timeout',
+      'queue_timeout',
       'deadline reached before the request could be sent through the proxy',
       {
         mayHaveReachedTarget: false,

@@ -29,7 +29,11 @@ function resolvesLocally(p: SocksProtocol): boolean {
 }
 
 /** The address the proxy is asked to connect to. A lookup failure is the target's problem, not the proxy's. */
-export async function destinationHost(hostname: string, protocol: SocksProtocol): Promise<string> {
+export async function destinationHost(
+  hostname: string,
+  protocol: SocksProtocol,
+  checkAddress?: (ip: string) => string | null,
+): Promise<string> {
   if (!resolvesLocally(protocol) || net.isIP(hostname) !== 0) {
     if (protocol === 'socks4' && net.isIPv6(hostname)) throw noIpv4(hostname);
     return hostname;
@@ -44,9 +48,19 @@ export async function destinationHost(hostname: string, protocol: SocksProtocol)
     });
   }
   const v4 = addresses.find((a) => a.family === 4);
-  if (v4) return v4.address;
-  if (protocol === 'socks4' || addresses[0] === undefined) throw noIpv4(hostname);
-  return addresses[0].address;
+  const chosen = v4 ?? (protocol === 'socks4' ? undefined : addresses[0]);
+  if (chosen === undefined) throw noIpv4(hostname);
+  const reason = checkAddress?.(chosen.address) ?? null;
+  if (reason !== null) {
+    throw new UpstreamError(
+      'target_forbidden',
+      `the target now resolves to a forbidden address (${reason})`,
+      {
+        mayHaveReachedTarget: false,
+      },
+    );
+  }
+  return chosen.address;
 }
 
 function noIpv4(hostname: string): UpstreamError {
@@ -70,8 +84,9 @@ async function openSocks(
   protocol: SocksProtocol,
   target: TargetAddress,
   timeoutMs: number,
+  checkAddress?: (ip: string) => string | null,
 ) {
-  const host = await destinationHost(target.hostname, protocol);
+  const host = await destinationHost(target.hostname, protocol, checkAddress);
   try {
     const { socket } = await SocksClient.createConnection({
       proxy: socksProxy(record, protocol),
@@ -89,7 +104,7 @@ async function openSocks(
 export function createSocksDispatcher(record: ProxyRecord, opts: DialerOptions): Dispatcher {
   const protocol = record.protocol as SocksProtocol;
   const connect = toConnector(async (target) => {
-    const socket = await openSocks(record, protocol, target, opts.connectTimeoutMs);
+    const socket = await openSocks(record, protocol, target, opts.connectTimeoutMs, opts.checkAddress);
     if (target.protocol === 'http:') return socket;
     return targetTls(socket, target, opts.tls, opts.connectTimeoutMs);
   });

@@ -9,6 +9,8 @@ export type UpstreamErrorKind =
   | 'proxy_auth' // 407, or SOCKS authentication refused
   | 'tunnel_refused' // CONNECT answered with a non-2xx status other than 407
   | 'timeout' // deadline reached before the target answered
+  | 'target_forbidden' // a socks4/socks5 dialer resolved the target to an address the SSRF rules refuse
+  | 'queue_timeout' // deadline reached while the request waited for a connection inside Rota: not the proxy's doing
   | 'proxy_protocol' // the proxy answered garbage
   | 'connection_lost' // the connection through the proxy broke after the request left, before any answer
   | 'target_unreachable' // the proxy says it could not reach the target (e.g. 502 on CONNECT, SOCKS host unreachable)

@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { DispatcherCache } from '../src/upstream/dispatchers.ts';
+import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
+import { startTarget, type TargetServer } from './fixtures/target.ts';
+import { assertFailure, attempt, failure, proxyRecord } from './fixtures/upstream-kit.ts';
+
+/** Waiting for a free connection inside Rota is Rota's queue, not the proxy's fault. */
+describe('a deadline reached in the local queue', () => {
+  let target: TargetServer;
+  let proxy: ForwardProxy;
+  let cache: DispatcherCache;
+  before(async () => {
+    target = await startTarget();
+    proxy = await startForwardProxy();
+    cache = new DispatcherCache({ connectTimeoutMs: 1_000, connections: 1 });
+  });
+  after(async () => {
+    await cache.closeAll();
+    await Promise.all([target.close(), proxy.close()]);
+  });
+
+  it('is queue_timeout: not a proxy fault, and the request never left', async () => {
+    const d = cache.get(proxyRecord('http', proxy.port));
+    const busy = attempt(d, target.url('/slow?ms=800'), { timeoutMs: 5_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    const err = await failure(attempt(d, target.url('/json'), { timeoutMs: 200 }));
+    assertFailure(err, { kind: 'queue_timeout', proxyFault: false, mayHaveReachedTarget: false });
+    assert.equal((await busy).statusCode, 200);
+    assert.equal(target.count('GET', '/json'), 0);
+  });
+});
