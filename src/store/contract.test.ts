@@ -8,28 +8,8 @@ import pino from 'pino';
 import type { ProxyRecord } from '../pool/types.ts';
 import { MemoryStore } from './memory.ts';
 import { SqliteStore } from './sqlite.ts';
+import { rec } from './test-records.ts';
 import { DuplicateProxyError, type ProxyStore } from './types.ts';
-
-let clock = 1_700_000_000_000;
-
-/** A record with a fresh id and a later timestamp than the previous one. */
-function rec(o: Partial<ProxyRecord> = {}): ProxyRecord {
-  clock += 1;
-  return {
-    id: randomUUID(),
-    protocol: 'http',
-    host: 'proxy.example.com',
-    port: 3128,
-    username: null,
-    password: null,
-    weight: 1,
-    country: null,
-    tags: [],
-    createdAt: clock,
-    updatedAt: clock,
-    ...o,
-  };
-}
 
 async function all(store: ProxyStore): Promise<ProxyRecord[]> {
   const out: ProxyRecord[] = [];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { CredentialDecryptError, StorageKeyError } from './crypto.ts';
 import { MIGRATIONS, MigrationError, migrate } from './migrations.ts';
 import { openStore } from './open.ts';
 import { SqliteStore } from './sqlite.ts';
+import { rec } from './test-records.ts';
 import type { ProxyStore } from './types.ts';
 
 const silent = pino({ level: 'silent' });
@@ -20,25 +21,6 @@ const dir = mkdtempSync(join(tmpdir(), 'rota-sqlite-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 const dbPath = () => join(dir, `t${++n}.db`);
-
-let clock = 1_700_000_000_000;
-function rec(o: Partial<ProxyRecord> = {}): ProxyRecord {
-  clock += 1;
-  return {
-    id: randomUUID(),
-    protocol: 'http',
-    host: 'proxy.example.com',
-    port: 3128,
-    username: null,
-    password: null,
-    weight: 1,
-    country: null,
-    tags: [],
-    createdAt: clock,
-    updatedAt: clock,
-    ...o,
-  };
-}
 
 async function openAt(path: string, secretKey: Buffer | null = null): Promise<SqliteStore> {
   const s = new SqliteStore({ path, secretKey, logger: silent });

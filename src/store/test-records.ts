@@ -1,0 +1,23 @@
+import { randomUUID } from 'node:crypto';
+import type { ProxyRecord } from '../pool/types.ts';
+
+let clock = 1_700_000_000_000;
+
+/** Test records for the store tests: a fresh id and a later timestamp than the previous one. */
+export function rec(o: Partial<ProxyRecord> = {}): ProxyRecord {
+  clock += 1;
+  return {
+    id: randomUUID(),
+    protocol: 'http',
+    host: 'proxy.example.com',
+    port: 3128,
+    username: null,
+    password: null,
+    weight: 1,
+    country: null,
+    tags: [],
+    createdAt: clock,
+    updatedAt: clock,
+    ...o,
+  };
+}
