@@ -30,3 +30,25 @@ describe('a deadline reached in the local queue', () => {
     assert.equal(target.count('GET', '/json'), 0);
   });
 });
+
+/** A deleted proxy's requests get a grace period, then their sockets end: nothing runs on through it. */
+describe('closing a proxy dispatcher', () => {
+  it('ends a request still in flight once the grace has passed', async () => {
+    const target = await startTarget();
+    const slow = await startForwardProxy({ delayMs: 1_000 });
+    const cache = new DispatcherCache({ connectTimeoutMs: 1_000, closeGraceMs: 100 });
+    try {
+      const record = proxyRecord('http', slow.port);
+      const started = performance.now();
+      const inFlight = failure(attempt(cache.get(record), target.url('/json'), { timeoutMs: 5_000 }));
+      await new Promise((r) => setTimeout(r, 200));
+      await cache.close(record.id);
+      const err = await inFlight;
+      assert.equal(err.kind, 'aborted');
+      assert.ok(performance.now() - started < 900, 'cut at the grace, not when the proxy answered');
+    } finally {
+      await cache.closeAll();
+      await Promise.all([target.close(), slow.close()]);
+    }
+  });
+});

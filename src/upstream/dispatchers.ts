@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 import type { ProxyRecord } from '../pool/types.ts';
 import type { DialerOptions } from './dial.ts';
@@ -105,21 +106,31 @@ export class DispatcherCache {
   }
 }
 
-/** close() waits for in-flight requests; past the grace, destroy() ends their sockets too. */
+interface OriginStats {
+  readonly running?: number;
+  readonly pending?: number;
+  readonly queued?: number;
+}
+
+function busy(dispatcher: Dispatcher): boolean {
+  const stats = (dispatcher as unknown as { stats?: Record<string, OriginStats> }).stats ?? {};
+  return Object.values(stats).some((s) => (s.running ?? 0) + (s.pending ?? 0) + (s.queued ?? 0) > 0);
+}
+
+/**
+ * Lets in-flight requests finish for up to `graceMs`, then destroy() ends every socket. Not close() then
+ * destroy(): undici's Agent forgets its pools on close(), so a destroy() after it reaches none of them
+ * and a request still in flight would run on through a deleted proxy. The dispatcher is already out of
+ * the cache, so nothing new is sent through it meanwhile.
+ */
 async function closeWithGrace(dispatcher: Dispatcher, graceMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const closed = dispatcher.close().then(
-    () => true,
-    () => true,
-  );
-  const late = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), graceMs);
-  });
+  const until = performance.now() + graceMs;
+  while (busy(dispatcher) && performance.now() < until) {
+    await sleep(Math.min(50, Math.max(1, until - performance.now())));
+  }
   try {
-    if (!(await Promise.race([closed, late]))) await dispatcher.destroy();
+    await dispatcher.destroy();
   } catch {
     // A dispatcher already destroyed by a racing closeAll(); nothing left to release.
-  } finally {
-    clearTimeout(timer);
   }
 }
