@@ -46,12 +46,6 @@ export class Selector {
     return this.lastRotationAt;
   }
 
-  /** Any member whose breaker admits a request now, ignoring exclusions. */
-  anyAdmissible(): boolean {
-    for (const e of this.pool.all()) if (this.breakers.isAdmissible(e.record.id)) return true;
-    return false;
-  }
-
   /** Whether a pick excluding `exclude` could return a member now, without advancing any strategy. */
   hasCandidate(exclude: ReadonlySet<string>): boolean {
     for (const e of this.pool.all()) {
