@@ -136,6 +136,19 @@ describe('bad input', () => {
     await poolUnchanged();
   });
 
+  it('415 for a text body on DELETE, and it is documented there', async () => {
+    const res = await t.app.inject({
+      method: 'DELETE',
+      url: '/api/v1/proxies/00000000-0000-4000-8000-000000000000',
+      headers: { 'content-type': 'text/plain' },
+      payload: 'x',
+    });
+    assert.equal(res.statusCode, 415);
+    const doc = (await t.app.inject({ url: '/openapi.json' })).json();
+    assert.ok(doc.paths['/api/v1/proxies/{proxy_id}'].delete.responses['415']);
+    await poolUnchanged();
+  });
+
   it('422 for page=0, page_size=101 and an unknown status_filter, all reported', async () => {
     const res = await t.app.inject({ url: '/api/v1/proxies?page=0&page_size=101&status_filter=weird' });
     assert.equal(res.statusCode, 422);

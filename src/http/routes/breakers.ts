@@ -90,7 +90,7 @@ export function breakerRoutes(services: Services): FastifyPluginAsync {
           tags: TAG,
           summary: 'Close a circuit breaker now',
           params: ProxyIdParams,
-          response: { 200: Envelope(BreakerStateSchema), ...errorResponses(404, 422) },
+          response: { 200: Envelope(BreakerStateSchema), ...errorResponses(404, 413, 415, 422) },
         },
       },
       async (req) => {

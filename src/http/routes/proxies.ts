@@ -154,7 +154,7 @@ export function proxyRoutes(services: Services): FastifyPluginAsync {
           tags: TAG,
           summary: 'Remove a proxy',
           params: ProxyIdParams,
-          response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(404, 422) },
+          response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(404, 413, 415, 422) },
         },
       },
       async (req, reply) => {
