@@ -37,12 +37,10 @@ export class RuntimeSettings {
   private sourceValue: ConfigSource = 'environment';
   private readonly store: ProxyStore;
   readonly rateWindowMs: number;
-  readonly requestWindowMs: number;
 
   constructor(config: Config, store: ProxyStore) {
     this.store = store;
     this.rateWindowMs = config.rateLimit.windowMs;
-    this.requestWindowMs = config.routeRateLimits.request.windowMs;
     this.base = Object.freeze({
       rotation_strategy: config.strategy,
       timeout: config.timeoutS,

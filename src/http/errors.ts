@@ -64,7 +64,3 @@ export class ApiError extends Error {
     this.headers = opts.headers;
   }
 }
-
-export function isErrorCode(code: unknown): code is ErrorCode {
-  return typeof code === 'string' && Object.hasOwn(ERROR_STATUS, code);
-}

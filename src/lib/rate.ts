@@ -28,8 +28,3 @@ export function parseRate(text: string): Rate | null {
   if (windowMs === undefined || limit < 1) return null;
   return { limit, windowMs };
 }
-
-export function formatRate(rate: Rate): string {
-  const unit = Object.entries(UNIT_MS).find(([name, ms]) => ms === rate.windowMs && name.length > 2);
-  return unit ? `${rate.limit}/${unit[0]}` : `${rate.limit}/${rate.windowMs}ms`;
-}

@@ -111,8 +111,9 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
         }
         const t0 = performance.now();
         const r = await executor.execute({
-          // The guard's normalised URL: the one it checked is the one that goes out.
-          url: new URL(verdict.url),
+          // The guard's normalised URL: the one it checked is the one that goes out (no second parse
+          // when it is the same, which it is but for tricks the guard normalised away).
+          url: verdict.url === url.href ? url : new URL(verdict.url),
           method: b.method,
           headers: b.headers,
           body,
