@@ -2,7 +2,12 @@
 #
 # Rota runs its TypeScript sources directly (Node's type stripping), so there is nothing to compile:
 # the build stage type-checks the sources as a gate, the deps stage builds the production node_modules
-# (better-sqlite3 is native and may need a compiler), and the runtime image gets only what runs.
+# (better-sqlite3 is native: its install script runs node-gyp, which needs python3 and make, and a
+# compiler where the package has no prebuilt binary for the platform), and the runtime image gets only
+# what runs.
+#
+# Build: docker build -t rota .     Podman/Buildah: podman build --format docker -t rota .
+# (their default OCI format has no HEALTHCHECK and drops it).
 
 ARG NODE_IMAGE=node:24-slim
 
@@ -11,15 +16,27 @@ FROM ${NODE_IMAGE} AS deps
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
+# node-gyp uses the headers the Node image ships in /usr/local/include/node instead of downloading them
+# from nodejs.org, which a build without that access cannot (npm 11 warns "Unknown env config nodedir";
+# node-gyp still reads it).
+ENV npm_config_nodedir=/usr/local
 WORKDIR /app
 COPY package.json package-lock.json ./
 # npm ci can refuse a lock file npm itself wrote when another platform's optional package is missing from
 # the registry (npm/cli#9846); npm install honours the same lock file.
-RUN npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund
+# Behind a TLS-intercepting proxy, pass its CA as a build secret (never stored in a layer):
+#   docker build --secret id=npm_ca,src=/path/to/ca.pem .     (podman/buildah: the same flag)
+# An HTTP(S) proxy goes in as Docker's predefined build args (--build-arg HTTPS_PROXY=...), which
+# npm reads from the environment.
+RUN --mount=type=secret,id=npm_ca \
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \
+    npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund
 
 # --- build: full install and a type check, so a broken tree never becomes an image ---
 FROM deps AS build
-RUN npm ci --no-audit --no-fund || npm install --no-audit --no-fund
+RUN --mount=type=secret,id=npm_ca \
+    if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \
+    npm ci --no-audit --no-fund || npm install --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 RUN ./node_modules/.bin/tsc --noEmit -p tsconfig.json
