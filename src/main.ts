@@ -40,10 +40,10 @@ export function createLogger(level: string) {
         censor: '[REDACTED]',
       },
     },
-    // Asynchronous writes: while one write(2) is in flight the next lines queue up and go out together,
-    // so a busy gateway does not pay a system call per request, and a quiet one still logs at once.
-    // pino flushes the queue synchronously when the process exits.
-    pino.destination({ dest: 1, sync: false }),
+    // Asynchronous, batched writes: lines collect until 4 KiB (about fifteen request lines) or 200 ms,
+    // whichever comes first, so a busy gateway pays one write(2) per batch instead of one per request,
+    // and a quiet one still shows a line within 200 ms. The batch is flushed when the process exits.
+    pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 200 }),
   );
 }
 
