@@ -2,6 +2,7 @@ import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
 import { registerAuthCheck, registerAuthGate } from './http/auth.ts';
+import { clientErrorHandler } from './http/client-error.ts';
 import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { frameworkErrorHandler, genReqId, registerHooks } from './http/hooks.ts';
@@ -57,6 +58,8 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     // Paths Fastify rejects before any hook (bad percent-encoding, a parameter over maxParamLength) get
     // the envelope, the request id and the security headers too.
     frameworkErrors: frameworkErrorHandler(services.clientIp),
+    // Requests Node's parser refuses (oversized headers, garbage, a head that never completes).
+    clientErrorHandler: clientErrorHandler(services.logger as FastifyBaseLogger),
   });
 
   registerErrorHandling(app);

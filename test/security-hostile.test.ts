@@ -156,6 +156,17 @@ describe('hostile input on a real socket', () => {
   it('oversized header blocks are refused (431); hundreds of small headers are not a problem', async () => {
     const big = await raw(`GET /api/v1/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
     assert.match(big, /^HTTP\/1\.1 431 /);
+    const [head, body] = big.split('\r\n\r\n') as [string, string];
+    const envelope = JSON.parse(body) as {
+      status: string;
+      error: { code: string };
+      meta: { request_id: string };
+    };
+    assert.equal(envelope.status, 'error');
+    assert.equal(envelope.error.code, 'REQUEST_HEADERS_TOO_LARGE');
+    assert.match(head, new RegExp(`^x-request-id: ${envelope.meta.request_id}$`, 'im'));
+    assert.match(head, /^x-content-type-options: nosniff$/im);
+    assert.ok(!body.includes('aaaa'), 'the refused header is not echoed');
     const many = Array.from({ length: 500 }, (_, i) => `X-H${i}: v`).join('\r\n');
     const ok = await raw(`GET /api/v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${many}\r\n\r\n`);
     assert.match(ok, /^HTTP\/1\.1 200 /);
@@ -168,7 +179,10 @@ describe('hostile input on a real socket', () => {
       'GET /\0 HTTP/1.1\r\nHost: x\r\n\r\n',
       'POST /api/v1/proxies HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n',
     ]) {
-      assert.match(await raw(bad), /^HTTP\/1\.1 4\d\d /, JSON.stringify(bad));
+      const answer = await raw(bad);
+      assert.match(answer, /^HTTP\/1\.1 400 /, JSON.stringify(bad));
+      const envelope = JSON.parse(answer.split('\r\n\r\n')[1] ?? '') as { error: { code: string } };
+      assert.equal(envelope.error.code, 'BAD_REQUEST', JSON.stringify(bad));
     }
     const res = await fetch(`http://127.0.0.1:${port}/api/v1/health`);
     assert.equal(res.status, 200);

@@ -26,6 +26,10 @@ export const ERROR_STATUS = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMIT_EXCEEDED: 429,
+  // Refused by Node's HTTP parser before a request exists (client-error.ts).
+  BAD_REQUEST: 400,
+  CLIENT_TIMEOUT: 408,
+  REQUEST_HEADERS_TOO_LARGE: 431,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -1,0 +1,62 @@
+import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
+import { VERSION } from '../version.ts';
+import { ERROR_STATUS, type ErrorCode } from './errors.ts';
+import { SECURITY_HEADERS } from './security-headers.ts';
+
+/** What Node's parser reports before a request exists, and what we answer with. */
+function classify(code: string | undefined): { code: ErrorCode; message: string } {
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return { code: 'REQUEST_HEADERS_TOO_LARGE', message: 'Request headers are too large' };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return { code: 'CLIENT_TIMEOUT', message: 'The request did not arrive in time' };
+  return { code: 'BAD_REQUEST', message: 'The request is not valid HTTP/1.1' };
+}
+
+/** The response bytes: the envelope, the request id and the security headers, then the connection closes. */
+export function clientErrorResponse(nodeCode: string | undefined, requestId: string, now: Date): string {
+  const { code, message } = classify(nodeCode);
+  const status = ERROR_STATUS[code];
+  const timestamp = now.toISOString();
+  const body = JSON.stringify({
+    status: 'error',
+    data: null,
+    error: { code, message, details: null, timestamp },
+    meta: { request_id: requestId, timestamp, version: VERSION },
+  });
+  const headers = [
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status]}`,
+    'content-type: application/json; charset=utf-8',
+    `content-length: ${Buffer.byteLength(body)}`,
+    `x-request-id: ${requestId}`,
+    ...Object.entries(SECURITY_HEADERS).map(([k, v]) => `${k}: ${v}`),
+    'connection: close',
+  ];
+  return `${headers.join('\r\n')}\r\n\r\n${body}`;
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  408: 'Request Timeout',
+  431: 'Request Header Fields Too Large',
+};
+
+/**
+ * Fastify's `clientErrorHandler`: Node's parser refuses some requests (oversized header block, garbage,
+ * a head that never completes) before Fastify sees them. Those get the envelope too, so a client never
+ * has to parse two error formats, and one log line, so an operator sees them.
+ */
+export function clientErrorHandler(log: FastifyBaseLogger) {
+  return (err: Error & { code?: string }, socket: Socket): void => {
+    // A reset connection has nobody to answer (Node's own rule).
+    if (err.code === 'ECONNRESET' || socket.destroyed) return;
+    const requestId = randomUUID();
+    if (socket.writable) socket.write(clientErrorResponse(err.code, requestId, new Date()));
+    log.info(
+      { request_id: requestId, client_ip: socket.remoteAddress, parser_error: err.code ?? 'unknown' },
+      'client error',
+    );
+    socket.destroy();
+  };
+}
