@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every workload of issue 6 against Rota and the references, one at a time, then one
  * table on stdout and in BENCHMARKS.md. `--quick` shortens every run (and the pool-scale pool) for
- * development and writes bench/.work/BENCHMARKS.quick.md instead; `--only=compare,failover,scale,health`
+ * development and writes bench/.work/BENCHMARKS.quick.md instead; `--only=compare,failover,scale,health,floor`
  * runs a subset; `--profile` starts every Rota with --cpu-prof (profiles in bench/.work/profiles). A
  * reference that cannot run is marked in the table; the run goes on.
  */
@@ -20,10 +20,11 @@ import { ensureSquid, type Squid, startSquid } from './lib/squid.ts';
 import { WRK } from './lib/wrk.ts';
 import { runCompare } from './workloads/compare.ts';
 import { runFailover } from './workloads/failover.ts';
+import { runFloor } from './workloads/floor.ts';
 import { runHealth } from './workloads/health.ts';
 import { runScale } from './workloads/scale.ts';
 
-const WORKLOADS = ['compare', 'failover', 'scale', 'health'] as const;
+const WORKLOADS = ['compare', 'failover', 'scale', 'health', 'floor'] as const;
 type WorkloadName = (typeof WORKLOADS)[number];
 
 function log(message: string): void {
@@ -98,6 +99,7 @@ async function runWorkloads(
     failover: () => runFailover(ctx),
     scale: () => runScale(ctx),
     health: () => runHealth(ctx),
+    floor: () => runFloor(ctx),
   };
   const outputs: WorkloadOutput[] = [];
   const background: string[] = [];

@@ -56,7 +56,7 @@ export class RssWatch {
 export const MB = 1024 * 1024;
 
 /** CPU time (user + system) a process has used so far, in clock ticks, or null once it is gone. */
-function cpuTicks(pid: number): number | null {
+export function cpuTicks(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

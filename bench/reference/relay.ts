@@ -1,0 +1,48 @@
+/**
+ * The stack floor: the least a Node.js gateway on Rota's stack can do per call, for benchmark workload 7.
+ *
+ *   wrk ──POST {url}──▶ relay (node:http) ──absolute-URI GET──▶ squid (round-robin over ports) ──▶ target
+ *
+ * It parses the JSON body, sends the GET through one long-lived undici Pool per upstream proxy (as Rota
+ * does) and answers a JSON envelope of the same shape. Nothing else: no validation, SSRF rules, rotation
+ * strategy, breakers, retries, logs, metrics, rate limits or security headers. Not a product; a yardstick.
+ *
+ *   node bench/reference/relay.ts <listen port> <proxy port>[,<proxy port>...]
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Pool } from 'undici';
+
+const [portArg = '', proxiesArg = ''] = process.argv.slice(2);
+const pools = proxiesArg.split(',').map((p) => new Pool(`http://127.0.0.1:${Number(p)}`));
+let next = 0;
+
+async function relay(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  const { url } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { url: string };
+  const pool = pools[next++ % pools.length]!;
+  const started = performance.now();
+  const r = await pool.request({ path: url, method: 'GET', headers: { host: new URL(url).host } });
+  const body = await r.body.text();
+  const out = JSON.stringify({
+    status: 'success',
+    data: {
+      status_code: r.statusCode,
+      headers: r.headers,
+      body,
+      proxy_used: `proxy-${next % pools.length}`,
+      elapsed_ms: performance.now() - started,
+    },
+    error: null,
+    meta: { request_id: crypto.randomUUID(), timestamp: new Date().toISOString(), version: 'relay' },
+  });
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+  res.end(out);
+}
+
+createServer((req, res) => {
+  relay(req, res).catch((e: unknown) => {
+    res.writeHead(502, { 'content-type': 'text/plain' });
+    res.end(String(e));
+  });
+}).listen(Number(portArg), '127.0.0.1');

@@ -1,0 +1,122 @@
+import { join } from 'node:path';
+import type { Ctx } from '../lib/context.ts';
+import { canConnect, freePort, type Proc, sleep, startProcess } from '../lib/proc.ts';
+import { probe } from '../lib/proxywhirl.ts';
+import { fmt, type WorkloadOutput } from '../lib/report.ts';
+import { addProxies, ROOT, requestBody, startRota } from '../lib/rota.ts';
+import { cpuTicks, MB, RssWatch, waitForIdleProcess } from '../lib/rss.ts';
+import { type WrkResult, wrk } from '../lib/wrk.ts';
+import { goodput } from './compare-rows.ts';
+
+/**
+ * Workload 7, the stack floor: how far a Node.js gateway on Rota's stack can get at all on this machine,
+ * next to Rota, in one run. bench/reference/relay.ts does only what every gateway must (parse the body,
+ * one undici Pool per proxy, JSON answer); Rota does everything else too.
+ *
+ *   wrk ──▶ squid ──▶ target                              (direct, before and after)
+ *   wrk ──▶ relay | Rota ──▶ squid (10 ports) ──▶ target
+ *
+ * Figures go to the run notes, not the table: the relay is a yardstick, not a peer.
+ */
+interface Figures {
+  readonly wrk: WrkResult;
+  readonly peakMb: number;
+  readonly cpuUsPerCall: number | null;
+}
+
+const TICK_US = 10_000; // USER_HZ is 100 on Linux
+
+async function measureGateway(ctx: Ctx, base: string, pid: number, targetUrl: string): Promise<Figures> {
+  const opts = {
+    url: `${base}/api/v1/request`,
+    method: 'POST',
+    body: requestBody(targetUrl),
+    headers: { 'Content-Type': 'application/json' },
+    connections: 50,
+    timeoutS: 30,
+  };
+  await wrk({ ...opts, durationS: ctx.warmS });
+  await waitForIdleProcess(pid, 60_000);
+  const watch = new RssWatch(pid);
+  const t0 = cpuTicks(pid);
+  const result = await wrk({ ...opts, durationS: ctx.loadS });
+  const t1 = cpuTicks(pid);
+  const peak = watch.stop();
+  const cpu =
+    t0 === null || t1 === null || result.requests === 0 ? null : ((t1 - t0) * TICK_US) / result.requests;
+  return { wrk: result, peakMb: peak / MB, cpuUsPerCall: cpu };
+}
+
+async function startRelay(ctx: Ctx, ports: readonly number[]): Promise<{ proc: Proc; base: string }> {
+  const port = await freePort();
+  const proc = startProcess(
+    'relay',
+    process.execPath,
+    [join(ROOT, 'bench', 'reference', 'relay.ts'), String(port), ports.join(',')],
+    { logPath: join(ctx.workDir, 'logs', 'relay.log') },
+  );
+  const deadline = Date.now() + 15_000;
+  while (!(await canConnect(port))) {
+    if (proc.hasExited() || Date.now() > deadline)
+      throw new Error(`the relay did not start: see ${proc.logPath}`);
+    await sleep(20);
+  }
+  return { proc, base: `http://127.0.0.1:${port}` };
+}
+
+function line(name: string, f: Figures, direct: number): string {
+  const rps = goodput(f.wrk);
+  const cpu = f.cpuUsPerCall === null ? 'n/a' : `${fmt(f.cpuUsPerCall, 0)} µs`;
+  return (
+    `${name}: ${fmt(rps, 0)} successful req/s = ${fmt((100 * rps) / direct, 1)}% of the direct path, ` +
+    `p50 ${fmt(f.wrk.p50Ms, 2)} ms, peak RSS ${fmt(f.peakMb, 1)} MB, CPU per call ${cpu}`
+  );
+}
+
+export async function runFloor(ctx: Ctx): Promise<WorkloadOutput> {
+  const W = '7. Stack floor (small JSON, 50 conns)';
+  if (!ctx.squid) return { rows: [], targets: [], notes: [`${W}: squid: ${ctx.squidError}`] };
+  const ports = ctx.squid.ports;
+  const targetUrl = ctx.target.jsonUrl;
+  const direct = () =>
+    wrk({
+      url: `http://127.0.0.1:${ports[0]}/`,
+      path: targetUrl,
+      connections: 50,
+      durationS: ctx.loadS,
+      timeoutS: 30,
+    });
+  ctx.log('  stack floor: direct, relay, Rota, direct');
+  await wrk({ url: `http://127.0.0.1:${ports[0]}/`, path: targetUrl, connections: 50, durationS: ctx.warmS });
+  const before = await direct();
+  const relay = await startRelay(ctx, ports);
+  let relayFigures: Figures;
+  try {
+    relayFigures = await measureGateway(ctx, relay.base, relay.proc.pid, targetUrl);
+  } finally {
+    await relay.proc.stop();
+  }
+  const rota = await startRota({ name: 'floor', workDir: ctx.workDir, nodeFlags: ctx.rotaNodeFlags });
+  let rotaFigures: Figures;
+  try {
+    await addProxies(
+      rota.base,
+      ports.map((p) => ({ url: `http://127.0.0.1:${p}` })),
+    );
+    await probe(rota.base, targetUrl);
+    rotaFigures = await measureGateway(ctx, rota.base, rota.proc.pid, targetUrl);
+  } finally {
+    await rota.stop();
+  }
+  const after = await direct();
+  const directRps = (goodput(before) + goodput(after)) / 2;
+  return {
+    rows: [],
+    targets: [],
+    notes: [
+      `${W}, direct path before / after: ${fmt(goodput(before), 0)} / ${fmt(goodput(after), 0)} successful req/s.`,
+      `${W}, ${line('minimal relay (bench/reference/relay.ts)', relayFigures, directRps)}.`,
+      `${W}, ${line('Rota', rotaFigures, directRps)}.`,
+    ],
+  };
+}
