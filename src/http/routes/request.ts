@@ -4,6 +4,7 @@ import { proxyView } from '../../pool/view.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
 import { ApiError, type DetailItem } from '../errors.ts';
+import { sendProxied } from '../proxied-answer.ts';
 import { routeLimit } from '../rate-limit.ts';
 import { Envelope, errorResponses } from '../schemas/common.ts';
 import { ProxySchema } from '../schemas/proxy.ts';
@@ -16,7 +17,6 @@ import {
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const BAD_VALUE = /[\0\r\n]/;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function invalid(code: 'INVALID_URL' | 'VALIDATION_ERROR', message: string, item: DetailItem): ApiError {
   return new ApiError(code, message, { status: 422, details: [item], detail: [item] });
@@ -122,24 +122,15 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           country: b.country?.toUpperCase(),
           signal: abortOnClientGone(reply),
         });
-        let text: string;
-        let encoding: 'utf8' | 'base64' = 'utf8';
-        try {
-          text = utf8.decode(r.response.body);
-        } catch {
-          text = r.response.body.toString('base64');
-          encoding = 'base64';
-        }
-        return ok(req, {
+        const fields = {
           status_code: r.response.statusCode,
           headers: r.response.headers,
-          body: text,
-          body_encoding: encoding,
           proxy_used: r.proxy.url,
           proxy_id: r.proxy.record.id,
           attempts: r.attempts,
           elapsed_ms: Math.round((performance.now() - t0) * 100) / 100,
-        });
+        };
+        return sendProxied(req, reply, fields, r.response.body);
       },
     );
 

@@ -1,0 +1,87 @@
+import { isUtf8 } from 'node:buffer';
+import { randomUUID } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ok } from './envelope.ts';
+
+/** The fields of a proxied answer other than the body (schemas/request.ts `ProxiedResponse`). */
+export interface ProxiedFields {
+  status_code: number;
+  headers: Record<string, string | string[]>;
+  proxy_used: string;
+  proxy_id: string;
+  attempts: number;
+  elapsed_ms: number;
+}
+
+// Stands in for the body while the rest of the envelope is serialised. Random per process, so that no
+// upstream header can contain it; checked to occur exactly once all the same.
+const SLOT = `rota-body-${randomUUID()}`;
+
+/**
+ * The target's body as the bytes of a JSON string literal, without ever holding it as a JS string of
+ * characters.
+ *
+ *   valid UTF-8 bytes ─latin1─▶ one byte per char ─JSON.stringify─▶ escapes only " \ and < 0x20 ─latin1─▶ bytes
+ *
+ * Read as latin1, every byte is one character, so V8's native JSON.stringify escapes exactly the bytes
+ * JSON requires and leaves every other byte, including each byte of a multi-byte UTF-8 sequence, as it
+ * was; written back as latin1, that is the UTF-8 text quoted. Bodies that are not UTF-8 go out as base64.
+ */
+export function bodyLiteral(body: Buffer): { literal: string; encoding: 'utf8' | 'base64' } {
+  if (isUtf8(body)) return { literal: JSON.stringify(body.toString('latin1')), encoding: 'utf8' };
+  return { literal: `"${body.toString('base64')}"`, encoding: 'base64' };
+}
+
+/**
+ * The 200 answer of POST request, written as bytes: the envelope around the body, built once.
+ *
+ * Fastify's schema serialiser would escape a 1 MiB body in JavaScript, one slice at a time, then encode
+ * the whole envelope to UTF-8 again on the socket: several copies and most of the CPU of a large answer.
+ * Here the body is copied into the answer once, with native code, and the rest of the envelope is
+ * JSON.stringify of a handful of fields; the document's schema for this answer is unchanged.
+ */
+export function proxiedAnswer(req: FastifyRequest, fields: ProxiedFields, body: Buffer, slot = SLOT): Buffer {
+  const { literal, encoding } = bodyLiteral(body);
+  const quoted = `"${slot}"`;
+  const text = JSON.stringify(envelope(req, fields, slot, encoding));
+  const at = text.indexOf(quoted);
+  // Only if an upstream header carried the slot: the plain way, which cannot be confused.
+  if (at < 0 || text.indexOf(quoted, at + 1) >= 0) return plainAnswer(req, fields, body, encoding);
+  const head = text.slice(0, at);
+  const tail = text.slice(at + quoted.length);
+  // Head and tail may hold any character (header values): UTF-8. The literal is bytes as latin1.
+  const headLen = Buffer.byteLength(head);
+  const out = Buffer.allocUnsafe(headLen + literal.length + Buffer.byteLength(tail));
+  out.write(head, 0, 'utf8');
+  out.write(literal, headLen, 'latin1');
+  out.write(tail, headLen + literal.length, 'utf8');
+  return out;
+}
+
+function plainAnswer(req: FastifyRequest, fields: ProxiedFields, body: Buffer, encoding: 'utf8' | 'base64') {
+  const text = body.toString(encoding);
+  return Buffer.from(JSON.stringify(envelope(req, fields, text, encoding)), 'utf8');
+}
+
+/** Field order as in the schema (schemas/request.ts `ProxiedResponse`). */
+function envelope(req: FastifyRequest, f: ProxiedFields, body: string, encoding: 'utf8' | 'base64') {
+  return ok(req, {
+    status_code: f.status_code,
+    headers: f.headers,
+    body,
+    body_encoding: encoding,
+    proxy_used: f.proxy_used,
+    proxy_id: f.proxy_id,
+    attempts: f.attempts,
+    elapsed_ms: f.elapsed_ms,
+  });
+}
+
+export function sendProxied(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  fields: ProxiedFields,
+  body: Buffer,
+): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(proxiedAnswer(req, fields, body));
+}
