@@ -93,6 +93,24 @@ describe('API key on every documented operation (ROTA_REQUIRE_AUTH=true)', () =>
       assert.equal((await publicMetrics.app.inject({ url })).statusCode, 401, `${url} stays private`);
     }
   });
+
+  it('documents the unversioned metrics as public exactly when ROTA_PUBLIC_METRICS makes them so', async () => {
+    const open: Document = (await publicMetrics.app.inject({ url: '/openapi.json' })).json();
+    for (const { key, path, op } of operations(open)) {
+      const isPublic = op.security?.length === 0;
+      const answers401 = op.responses['401'] !== undefined;
+      assert.equal(isPublic, !answers401, `${key}: public exactly when it cannot answer 401`);
+      if (UNVERSIONED.includes(path)) {
+        assert.ok(isPublic, `${key} is public with ROTA_PUBLIC_METRICS`);
+        const res = await publicMetrics.app.inject({ url: path });
+        assert.equal(res.statusCode, 200, `${key} answers without a key`);
+      }
+    }
+    const privateOps = operations(doc).filter(({ path }) => UNVERSIONED.includes(path));
+    assert.ok(privateOps.length > 0, 'the unversioned metrics are documented');
+    for (const { key, op } of privateOps)
+      assert.notEqual(op.security?.length, 0, `${key} needs the key by default`);
+  });
 });
 
 interface Sent {

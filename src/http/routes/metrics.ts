@@ -7,7 +7,7 @@ import {
 } from '../../metrics/exposition.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
-import { Envelope, errorResponses } from '../schemas/common.ts';
+import { Envelope, errorResponses, publicErrorResponses } from '../schemas/common.ts';
 import {
   BreakerMetricsSchema,
   FormatHoursQuery,
@@ -89,6 +89,8 @@ export function apiMetricsRoutes(services: Services): FastifyPluginAsync {
 /** Unversioned monitoring paths. `/metrics` is not in the OpenAPI document and never rate-limited. */
 export function rootMetricsRoutes(services: Services): FastifyPluginAsync {
   const { retryMetrics, breakers, pool, clock, prom } = services;
+  // With ROTA_PUBLIC_METRICS these answer without a key (auth.ts), and the document says so.
+  const errors = services.config.publicMetrics ? publicErrorResponses : errorResponses;
   return async (app) => {
     app.get('/metrics', { config: { rateLimit: false }, schema: { hide: true } }, async (_req, reply) => {
       reply.type(prom.contentType);
@@ -103,7 +105,7 @@ export function rootMetricsRoutes(services: Services): FastifyPluginAsync {
           tags: TAG,
           summary: 'Retry metrics (JSON, or Prometheus text with format=prometheus)',
           querystring: FormatHoursQuery,
-          response: { 200: jsonOrText(Envelope(RetryMetricsSchema)), ...errorResponses(422) },
+          response: { 200: jsonOrText(Envelope(RetryMetricsSchema)), ...errors(422) },
         },
       },
       async (req, reply) => {
@@ -125,7 +127,7 @@ export function rootMetricsRoutes(services: Services): FastifyPluginAsync {
           tags: TAG,
           summary: 'Circuit-breaker states and events (JSON, or Prometheus text with format=prometheus)',
           querystring: FormatHoursQuery,
-          response: { 200: jsonOrText(Envelope(BreakerMetricsSchema)), ...errorResponses(422) },
+          response: { 200: jsonOrText(Envelope(BreakerMetricsSchema)), ...errors(422) },
         },
       },
       async (req, reply) => {

@@ -47,4 +47,11 @@ export function errorResponses(...statuses: number[]): Record<number, typeof Err
   return out;
 }
 
+/** The same for a route served without a key: no 401, so the document marks it public too. */
+export function publicErrorResponses(...statuses: number[]): Record<number, typeof ErrorEnvelope> {
+  const out = errorResponses(...statuses);
+  delete out[401];
+  return out;
+}
+
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
