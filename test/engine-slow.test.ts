@@ -52,9 +52,12 @@ describe('slow targets and proxies that go away mid-call', () => {
       assert.equal(res.statusCode, 200, res.body);
       const data = res.json().data;
       assert.equal(data.proxy_used, `http://127.0.0.1:${proxies[0]!.port}`);
-      // The cut attempt is neither success nor failure (no proxy is blamed for being deleted), so it is
-      // not among the recorded attempts.
-      assert.equal(data.attempts, 1);
+      // The caller went through two proxies; the cut attempt blames neither (no proxy is at fault for
+      // being deleted), so the metrics record only the one that answered.
+      assert.equal(data.attempts, 2);
+      const summary = (await t.app.inject({ url: '/api/v1/metrics/retries' })).json().data;
+      assert.equal(summary.total_retries, 0, JSON.stringify(summary));
+      assert.deepEqual(summary.success_by_attempt, { '1': 1 }, JSON.stringify(summary));
     } finally {
       await slow.close();
     }

@@ -64,6 +64,11 @@ interface CallState {
   answer: { result: CallResult; at: number } | null;
   /** The target failed or asked for a retry: wait before asking it again. */
   pause: boolean;
+  /**
+   * Attempts made, for the caller's `attempts`. One cut short because its proxy was deleted counts here,
+   * as the caller did go through that proxy, but not in the attempt records (it blames no proxy).
+   */
+  made: number;
 }
 
 /**
@@ -115,7 +120,14 @@ export class Executor {
     attempts: AttemptRecord[],
   ): Promise<CallResult> {
     const replayable = SAFE_METHODS.has(input.method) || policy.retry_non_idempotent;
-    const s: CallState = { tried: new Set(), failed: [], lastError: null, answer: null, pause: false };
+    const s: CallState = {
+      tried: new Set(),
+      failed: [],
+      lastError: null,
+      answer: null,
+      pause: false,
+      made: 0,
+    };
     while (attempts.length < policy.max_attempts) {
       // A target answer in hand beats a timeout error: past the deadline the caller gets that answer.
       if (this.d.monotonic() >= deadline) {
@@ -139,9 +151,10 @@ export class Executor {
       const slice = replayable
         ? this.attemptDeadline(entry, deadline, policy.max_attempts - n + 1)
         : deadline;
+      s.made++;
       const result = await this.attempt(entry, permit, input, slice, policy, n, attempts);
       const callerGone = input.signal?.aborted === true;
-      const next = this.afterAttempt(s, entry, result, n, attempts.length - 1, replayable, callerGone);
+      const next = this.afterAttempt(s, entry, result, attempts.length - 1, replayable, callerGone);
       if (next === 'done' && s.answer) return s.answer.result;
       if (next === 'stop') break;
     }
@@ -155,13 +168,12 @@ export class Executor {
     s: CallState,
     entry: ProxyEntry,
     result: AttemptResult,
-    n: number,
     recordAt: number,
     replayable: boolean,
     callerGone: boolean,
   ): 'done' | 'stop' | 'next' {
     if (result.type === 'response') {
-      s.answer = { result: { response: result.response, proxy: entry, attempts: n }, at: recordAt };
+      s.answer = { result: { response: result.response, proxy: entry, attempts: s.made }, at: recordAt };
       if (!result.retryable) return 'done';
       s.pause = true;
       return replayable ? 'next' : 'stop';
