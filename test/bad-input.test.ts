@@ -176,6 +176,19 @@ describe('bad input', () => {
     assert.equal(na.json().meta.request_id, na.headers['x-request-id']);
   });
 
+  it('an unknown QUERY gets the same 405 or 404 as any other method, with or without a body', async () => {
+    for (const headers of [{}, { 'content-type': 'application/json' }]) {
+      const payload = 'content-type' in headers ? '{}' : undefined;
+      const na = await t.app.inject({ method: 'QUERY', url: '/api/v1/health', headers, payload });
+      assert.equal(na.statusCode, 405, na.body);
+      assert.equal(na.json().error.code, 'METHOD_NOT_ALLOWED');
+      assert.match(String(na.headers.allow), /GET/);
+      const nf = await t.app.inject({ method: 'QUERY', url: '/api/v1/nope', headers, payload });
+      assert.equal(nf.statusCode, 404, nf.body);
+      assert.equal(nf.json().error.code, 'NOT_FOUND');
+    }
+  });
+
   it('the process stays up: health still answers', async () => {
     const res = await t.app.inject({ url: '/api/v1/health' });
     assert.equal(res.statusCode, 200);

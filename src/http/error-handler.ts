@@ -53,26 +53,6 @@ function validationFailed(err: FastifyError, req: FastifyRequest, reply: Fastify
  * stack and answered with a bare 500: nothing internal reaches the client.
  */
 export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError, req, reply) => {
-    if (err instanceof ApiError) {
-      if (err.headers) reply.headers(err.headers);
-      return sendError(req, reply, err.statusCode, err.code, err.message, err.details, err.detail);
-    }
-    if (err.validation) return validationFailed(err, req, reply);
-    if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return jsonInvalid(req, reply, 'Body is empty');
-    const mapped = err.code ? FRAMEWORK_CODES[err.code] : undefined;
-    if (mapped) return sendError(req, reply, mapped.status, mapped.code, mapped.message);
-    if (err.statusCode === 429) {
-      return sendError(req, reply, 429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded', null);
-    }
-    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-      req.log.info({ code: err.code }, 'client error');
-      return sendError(req, reply, err.statusCode, 'VALIDATION_ERROR', 'Bad request');
-    }
-    req.log.error({ err }, 'unhandled error');
-    return sendError(req, reply, 500, 'INTERNAL_ERROR', 'Internal server error');
-  });
-
   // Fastify answers 404 for a known path with another method; find it so that we can say 405 instead.
   const known = FindMyWay({ ignoreTrailingSlash: true });
   const methodsByRoute = new Map<string, Set<string>>();
@@ -88,7 +68,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     methodsByRoute.set(route.url, set);
   });
 
-  app.setNotFoundHandler((req, reply) => {
+  const unmatched = (req: FastifyRequest, reply: FastifyReply) => {
     const path = req.url.split('?')[0] ?? '/';
     const allowed = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'].filter(
       (m) => m !== req.method && known.find(m as 'GET', path) !== null,
@@ -100,5 +80,29 @@ export function registerErrorHandling(app: FastifyInstance): void {
       });
     }
     return sendError(req, reply, 404, 'NOT_FOUND', 'Route not found');
+  };
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof ApiError) {
+      if (err.headers) reply.headers(err.headers);
+      return sendError(req, reply, err.statusCode, err.code, err.message, err.details, err.detail);
+    }
+    if (err.validation) return validationFailed(err, req, reply);
+    // Fastify refuses a QUERY without Content-Type (RFC 10008) before it looks for a route: an unmatched
+    // QUERY gets the 404 or 405 that any other unknown method gets, not a 400.
+    if (err.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' && req.is404) return unmatched(req, reply);
+    if (err.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return jsonInvalid(req, reply, 'Body is empty');
+    const mapped = err.code ? FRAMEWORK_CODES[err.code] : undefined;
+    if (mapped) return sendError(req, reply, mapped.status, mapped.code, mapped.message);
+    if (err.statusCode === 429) {
+      return sendError(req, reply, 429, 'RATE_LIMIT_EXCEEDED', 'Rate limit exceeded', null);
+    }
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      req.log.info({ code: err.code }, 'client error');
+      return sendError(req, reply, err.statusCode, 'VALIDATION_ERROR', 'Bad request');
+    }
+    req.log.error({ err }, 'unhandled error');
+    return sendError(req, reply, 500, 'INTERNAL_ERROR', 'Internal server error');
   });
+
+  app.setNotFoundHandler(unmatched);
 }
