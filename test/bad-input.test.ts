@@ -176,6 +176,22 @@ describe('bad input', () => {
     assert.equal(na.json().meta.request_id, na.headers['x-request-id']);
   });
 
+  it("a path with a route of its own lists only that route's methods in Allow", async () => {
+    for (const [url, allow] of [
+      ['/api/v1/proxies/export', 'GET, HEAD'],
+      ['/api/v1/proxies/stream', 'GET, HEAD'],
+      ['/api/v1/proxies/health-check', 'POST'],
+      ['/api/v1/proxies/test', 'POST'],
+      ['/api/v1/proxies/some-id', 'GET, DELETE, HEAD'],
+      ['/api/v1/proxies', 'GET, POST, HEAD'],
+    ] as const) {
+      const res = await t.app.inject({ method: 'PATCH', url });
+      assert.equal(res.statusCode, 405, url);
+      assert.equal(res.headers.allow, allow, url);
+      assert.deepEqual(res.json().error.details.allowed, allow.split(', '), url);
+    }
+  });
+
   it('an unknown QUERY gets the same 405 or 404 as any other method, with or without a body', async () => {
     for (const headers of [{}, { 'content-type': 'application/json' }]) {
       const payload = 'content-type' in headers ? '{}' : undefined;

@@ -68,11 +68,16 @@ export function registerErrorHandling(app: FastifyInstance): void {
     methodsByRoute.set(route.url, set);
   });
 
-  const unmatched = (req: FastifyRequest, reply: FastifyReply) => {
-    const path = req.url.split('?')[0] ?? '/';
-    const allowed = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'].filter(
-      (m) => m !== req.method && known.find(m as 'GET', path) !== null,
+  // A path with a route of its own (`/proxies/export`) allows that route's methods, although the router
+  // would hand another method to a parametric sibling (`DELETE /proxies/:proxy_id`, a 404 for that id).
+  const allowedAt = (path: string, method: string): string[] => {
+    const own = methodsByRoute.get(path.length > 1 ? path.replace(/\/+$/, '') : path);
+    return ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'].filter(
+      (m) => m !== method && (own ? own.has(m) : known.find(m as 'GET', path) !== null),
     );
+  };
+  const unmatched = (req: FastifyRequest, reply: FastifyReply) => {
+    const allowed = allowedAt(req.url.split('?')[0] ?? '/', req.method);
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
       return sendError(req, reply, 405, 'METHOD_NOT_ALLOWED', `Method ${req.method} is not allowed here`, {
