@@ -112,6 +112,21 @@ describe('health checks', () => {
     assert.equal((await getProxy(t, deadId)).stats.failed_requests, 2);
   });
 
+  test('a JSON null body is not an object: 422, and nothing is checked', async () => {
+    const before = (await getProxy(t, deadId)).stats.total_requests;
+    for (const url of ['/api/v1/proxies/health-check', '/api/v1/proxies/test']) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/json' },
+        payload: 'null',
+      });
+      assert.equal(res.statusCode, 422, res.body);
+      assert.equal(res.json().error.code, 'VALIDATION_ERROR');
+    }
+    assert.equal((await getProxy(t, deadId)).stats.total_requests, before);
+  });
+
   test('proxy_ids narrows the check; unknown ids are skipped', async () => {
     const before = (await getProxy(t, deadId)).stats.total_requests;
     const r = await results({ proxy_ids: [liveId, 'no-such-proxy', liveId] });

@@ -35,9 +35,10 @@ export function healthCheckRoutes(services: Services): FastifyPluginAsync {
       app.post<{ Body: Static<typeof Body> | undefined }>(
         path,
         {
-          // No body at all means "check every proxy", like an empty object.
+          // No body at all means "check every proxy", like an empty object. A JSON `null` is a body, and
+          // not an object: the schema refuses it (422).
           preValidation: (req, _reply, done) => {
-            if (req.body === undefined || req.body === null) req.body = {};
+            if (req.body === undefined) req.body = {};
             done();
           },
           config: {
