@@ -19,6 +19,15 @@ if [ ${#want[@]} -gt 0 ]; then
     echo "system-deps: missing ${want[*]} and cannot apt-get install (not root)" >&2
   fi
 fi
+# schemathesis (PyPI), an outside tool that fuzzes the API against its own OpenAPI document
+# (test/api-fuzz.test.ts), in a virtual environment of its own under .tools/.
+ST_VERSION=4.32.5
+st_venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.tools/st-venv"
+if ! "$st_venv/bin/schemathesis" --version 2>/dev/null | grep -q "$ST_VERSION"; then
+  echo "system-deps: installing schemathesis $ST_VERSION into .tools/st-venv" >&2
+  { python3 -m venv "$st_venv" && "$st_venv/bin/pip" install -q "schemathesis==$ST_VERSION"; } >/dev/null 2>&1 ||
+    echo "system-deps: could not install schemathesis $ST_VERSION" >&2
+fi
 # The Debian packages start system-wide daemons on their default ports; the tests start their own on
 # loopback ports of their choosing, so stop those to keep ports and logs quiet.
 for svc in tinyproxy danted squid; do
