@@ -110,6 +110,14 @@ describe('PromMetrics', () => {
     assert.equal(sumOf(s, 'rota_proxies_healthy'), 2);
     assert.equal(sumOf(s, 'rota_circuit_breaker_state', { proxy_id: A }), 1);
     assert.equal(sumOf(s, 'rota_circuit_breaker_state', { proxy_id: B }), 2);
+    assert.deepEqual(
+      seriesOf(s, 'rota_circuit_breakers').map((x) => [x.labels.state, x.value]),
+      [
+        ['closed', 0],
+        ['open', 1],
+        ['half-open', 1],
+      ],
+    );
     counts = { total: 1, healthy: 1 };
     states = [{ proxyId: B, state: 'closed' }];
     s = await samples(m);
@@ -118,6 +126,8 @@ describe('PromMetrics', () => {
       seriesOf(s, 'rota_circuit_breaker_state').map((x) => [x.labels.proxy_id, x.value]),
       [[B, 0]],
     );
+    assert.equal(sumOf(s, 'rota_circuit_breakers', { state: 'closed' }), 1);
+    assert.equal(sumOf(s, 'rota_circuit_breakers', { state: 'open' }), 0);
   });
 
   it('removeProxy makes every series of that proxy disappear, and keeps it gone', async () => {

@@ -207,6 +207,19 @@ function registerScrapeGauges(registry: Registry, opts: PromMetricsOptions): voi
       for (const b of opts.breakerStates()) this.set({ proxy_id: b.proxyId }, BREAKER_STATE_VALUE[b.state]);
     },
   });
+  // Three series whatever the pool size: what an alert ("more than N breakers open") reads, where the
+  // per-proxy gauge above grows with the pool.
+  new Gauge({
+    name: 'rota_circuit_breakers',
+    help: 'Proxies in the pool by circuit-breaker state',
+    labelNames: ['state'],
+    registers,
+    collect() {
+      const counts = { closed: 0, open: 0, 'half-open': 0 };
+      for (const b of opts.breakerStates()) counts[b.state]++;
+      for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+    },
+  });
 }
 
 /** Error codes are a fixed set of upper-case names; anything else collapses so it cannot add series. */
