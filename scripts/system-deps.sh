@@ -25,6 +25,10 @@ ST_VERSION=4.32.5
 st_venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.tools/st-venv"
 if ! "$st_venv/bin/schemathesis" --version 2>/dev/null | grep -q "$ST_VERSION"; then
   echo "system-deps: installing schemathesis $ST_VERSION into .tools/st-venv" >&2
+  # Debian's own python3 keeps venv in a separate package.
+  if ! python3 -m venv --help >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv >/dev/null 2>&1 || true
+  fi
   { python3 -m venv "$st_venv" && "$st_venv/bin/pip" install -q "schemathesis==$ST_VERSION"; } >/dev/null 2>&1 ||
     echo "system-deps: could not install schemathesis $ST_VERSION" >&2
 fi

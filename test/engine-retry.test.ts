@@ -64,6 +64,14 @@ describe('backoff', () => {
     }
   });
 
+  test('the answer kept from an earlier proxy still counts every proxy the call went through', async () => {
+    await addProxy(t, `http://127.0.0.1:${live[0]?.port}`);
+    await addProxy(t, `http://127.0.0.1:${await freePort()}`); // refuses: a proxy fault, no answer
+    await putPolicy(t, FIXED(0));
+    const d = await proxiedOk(t, { url: target.url('/status/503').href });
+    assert.deepEqual([d.status_code, d.attempts], [503, 2]);
+  });
+
   test('a proxy fault fails over at once, whatever the backoff', async () => {
     await addProxy(t, `http://127.0.0.1:${await freePort()}`);
     await addProxy(t, `http://127.0.0.1:${live[0]?.port}`);

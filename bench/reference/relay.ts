@@ -20,7 +20,8 @@ async function relay(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
   const { url } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { url: string };
-  const pool = pools[next++ % pools.length]!;
+  const index = next++ % pools.length;
+  const pool = pools[index]!;
   const started = performance.now();
   const r = await pool.request({ path: url, method: 'GET', headers: { host: new URL(url).host } });
   const body = await r.body.text();
@@ -30,7 +31,7 @@ async function relay(req: IncomingMessage, res: ServerResponse): Promise<void> {
       status_code: r.statusCode,
       headers: r.headers,
       body,
-      proxy_used: `proxy-${next % pools.length}`,
+      proxy_used: `proxy-${index}`,
       elapsed_ms: performance.now() - started,
     },
     error: null,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { clientErrorResponse } from './client-error.ts';
+import { clientErrorResponse, mayAnswer } from './client-error.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
 function parse(raw: string) {
@@ -18,6 +18,7 @@ describe('answers to requests Node refuses before routing', () => {
   for (const [nodeCode, status, code] of [
     ['HPE_HEADER_OVERFLOW', 431, 'REQUEST_HEADERS_TOO_LARGE'],
     ['ERR_HTTP_REQUEST_TIMEOUT', 408, 'CLIENT_TIMEOUT'],
+    ['HPE_CHUNK_EXTENSIONS_OVERFLOW', 413, 'PAYLOAD_TOO_LARGE'],
     ['HPE_INVALID_METHOD', 400, 'BAD_REQUEST'],
     [undefined, 400, 'BAD_REQUEST'],
   ] as const) {
@@ -35,4 +36,12 @@ describe('answers to requests Node refuses before routing', () => {
       for (const [k, v] of Object.entries(SECURITY_HEADERS)) assert.equal(r.headers[k], v, k);
     });
   }
+
+  it('answers only when no response on the connection has started', () => {
+    assert.equal(mayAnswer({ writable: true }), true);
+    assert.equal(mayAnswer({ writable: true, _httpMessage: null }), true);
+    assert.equal(mayAnswer({ writable: true, _httpMessage: { headersSent: false } }), true);
+    assert.equal(mayAnswer({ writable: true, _httpMessage: { headersSent: true } }), false);
+    assert.equal(mayAnswer({ writable: false }), false);
+  });
 });

@@ -11,6 +11,8 @@ function classify(code: string | undefined): { code: ErrorCode; message: string 
     return { code: 'REQUEST_HEADERS_TOO_LARGE', message: 'Request headers are too large' };
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
     return { code: 'CLIENT_TIMEOUT', message: 'The request did not arrive in time' };
+  if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW')
+    return { code: 'PAYLOAD_TOO_LARGE', message: 'Chunk extensions are too large' };
   return { code: 'BAD_REQUEST', message: 'The request is not valid HTTP/1.1' };
 }
 
@@ -39,8 +41,18 @@ export function clientErrorResponse(nodeCode: string | undefined, requestId: str
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad Request',
   408: 'Request Timeout',
+  413: 'Payload Too Large',
   431: 'Request Header Fields Too Large',
 };
+
+/**
+ * Whether an answer may be written: not when the socket is closing, nor when a response on this
+ * keep-alive connection has already started (a streamed export, say), since the envelope would land in
+ * the middle of its body. Node's own rule, which reads the same internal field.
+ */
+export function mayAnswer(socket: { writable: boolean; _httpMessage?: { headersSent?: boolean } | null }) {
+  return socket.writable && socket._httpMessage?.headersSent !== true;
+}
 
 /**
  * Fastify's `clientErrorHandler`: Node's parser refuses some requests (oversized header block, garbage,
@@ -52,7 +64,7 @@ export function clientErrorHandler(log: FastifyBaseLogger) {
     // A reset connection has nobody to answer (Node's own rule).
     if (err.code === 'ECONNRESET' || socket.destroyed) return;
     const requestId = randomUUID();
-    if (socket.writable) socket.write(clientErrorResponse(err.code, requestId, new Date()));
+    if (mayAnswer(socket)) socket.write(clientErrorResponse(err.code, requestId, new Date()));
     log.info(
       { request_id: requestId, client_ip: socket.remoteAddress, parser_error: err.code ?? 'unknown' },
       'client error',

@@ -88,5 +88,8 @@ describe('the proxied answer, written as bytes', () => {
     assert.equal(bodyLiteral(Buffer.from('é"\\\n')).literal, '"\u00c3\u00a9\\"\\\\\\n"');
     assert.deepEqual(bodyLiteral(Buffer.from([0xc3])), { literal: '"ww=="', encoding: 'base64' });
     assert.deepEqual(bodyLiteral(Buffer.alloc(0)), { literal: '""', encoding: 'utf8' });
+    // Byte for byte: a byte-order mark is part of the body and stays.
+    const bom = parse(proxiedAnswer(req, fields, Buffer.from([0xef, 0xbb, 0xbf, 0x61])));
+    assert.equal(bom.data.body, '\ufeffa');
   });
 });

@@ -159,7 +159,7 @@ export class Executor {
       if (next === 'stop') break;
     }
     // The target's last answer, retryable as it may be, is the result when no better one came.
-    if (s.answer) return delivered(s.answer.result, attempts, s.answer.at);
+    if (s.answer) return delivered({ ...s.answer.result, attempts: s.made }, attempts, s.answer.at);
     throw callError(s.lastError, s.failed, this.d.monotonic() >= deadline);
   }
 
