@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type RunningServer, startServer } from './helpers/server.ts';
@@ -23,7 +24,8 @@ const GENEROUS = '1000000/second';
 
 function run(cmd: string, args: string[]): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const p = spawn(cmd, args, { env: { ...process.env, NO_COLOR: '1' } });
+    // Its example database goes to its working directory: the temporary one, never the checkout.
+    const p = spawn(cmd, args, { cwd: tmpdir(), env: { ...process.env, NO_COLOR: '1' } });
     let out = '';
     p.stdout.on('data', (d) => {
       out += d;
