@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import { VERSION } from '../version.ts';
+import { errorBody } from './envelope.ts';
 import { ERROR_STATUS, type ErrorCode } from './errors.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
@@ -20,15 +21,9 @@ function classify(code: string | undefined): { code: ErrorCode; message: string 
 export function clientErrorResponse(nodeCode: string | undefined, requestId: string, now: Date): string {
   const { code, message } = classify(nodeCode);
   const status = ERROR_STATUS[code];
-  const timestamp = now.toISOString();
-  const body = JSON.stringify({
-    status: 'error',
-    data: null,
-    error: { code, message, details: null, timestamp },
-    meta: { request_id: requestId, timestamp, version: VERSION },
-  });
+  const body = JSON.stringify(errorBody({ id: requestId }, code, message, null, undefined, now));
   const headers = [
-    `HTTP/1.1 ${status} ${STATUS_TEXT[status]}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
     'content-type: application/json; charset=utf-8',
     `content-length: ${Buffer.byteLength(body)}`,
     `x-request-id: ${requestId}`,
@@ -37,13 +32,6 @@ export function clientErrorResponse(nodeCode: string | undefined, requestId: str
   ];
   return `${headers.join('\r\n')}\r\n\r\n${body}`;
 }
-
-const STATUS_TEXT: Record<number, string> = {
-  400: 'Bad Request',
-  408: 'Request Timeout',
-  413: 'Payload Too Large',
-  431: 'Request Header Fields Too Large',
-};
 
 /**
  * Whether an answer may be written: not when the socket is closing, nor when a response on this

@@ -8,11 +8,14 @@ export interface Meta {
   version: string;
 }
 
-export function meta(req: FastifyRequest): Meta {
-  return { request_id: req.id, timestamp: new Date().toISOString(), version: VERSION };
+/** What an envelope needs of a request: its id. Answers given before a request exists have one too. */
+export type Identified = Pick<FastifyRequest, 'id'>;
+
+export function meta(req: Identified, now: Date = new Date()): Meta {
+  return { request_id: req.id, timestamp: now.toISOString(), version: VERSION };
 }
 
-export function ok<T>(req: FastifyRequest, data: T) {
+export function ok<T>(req: Identified, data: T) {
   return { status: 'success' as const, data, error: null, meta: meta(req) };
 }
 
@@ -25,13 +28,14 @@ export interface ErrorBody {
 }
 
 export function errorBody(
-  req: FastifyRequest,
+  req: Identified,
   code: ErrorCode,
   message: string,
   details: unknown = null,
   detail?: DetailItem[],
+  now: Date = new Date(),
 ): ErrorBody {
-  const m = meta(req);
+  const m = meta(req, now);
   const body: ErrorBody = {
     status: 'error',
     data: null,

@@ -86,7 +86,15 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     return sendError(req, reply, 404, 'NOT_FOUND', 'Route not found');
   };
-  app.setErrorHandler((err: FastifyError, req, reply) => {
+  app.setErrorHandler(errorHandler(unmatched));
+  app.setNotFoundHandler(unmatched);
+}
+
+type Answer = (req: FastifyRequest, reply: FastifyReply) => FastifyReply;
+
+/** Every failure to its envelope; `unmatched` answers what is really a missing route (404 or 405). */
+function errorHandler(unmatched: Answer) {
+  return (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof ApiError) {
       if (err.headers) reply.headers(err.headers);
       return sendError(req, reply, err.statusCode, err.code, err.message, err.details, err.detail);
@@ -107,7 +115,5 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     req.log.error({ err }, 'unhandled error');
     return sendError(req, reply, 500, 'INTERNAL_ERROR', 'Internal server error');
-  });
-
-  app.setNotFoundHandler(unmatched);
+  };
 }

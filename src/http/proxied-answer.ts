@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ok } from './envelope.ts';
+import { type Identified, ok } from './envelope.ts';
 
 /** The fields of a proxied answer other than the body (schemas/request.ts `ProxiedResponse`). */
 export interface ProxiedFields {
@@ -40,7 +40,7 @@ export function bodyLiteral(body: Buffer): { literal: string; encoding: 'utf8' |
  * Here the body is copied into the answer once, with native code, and the rest of the envelope is
  * JSON.stringify of a handful of fields; the document's schema for this answer is unchanged.
  */
-export function proxiedAnswer(req: FastifyRequest, fields: ProxiedFields, body: Buffer, slot = SLOT): Buffer {
+export function proxiedAnswer(req: Identified, fields: ProxiedFields, body: Buffer, slot = SLOT): Buffer {
   const { literal, encoding } = bodyLiteral(body);
   const quoted = `"${slot}"`;
   const text = JSON.stringify(envelope(req, fields, slot, encoding));
@@ -58,13 +58,13 @@ export function proxiedAnswer(req: FastifyRequest, fields: ProxiedFields, body: 
   return out;
 }
 
-function plainAnswer(req: FastifyRequest, fields: ProxiedFields, body: Buffer, encoding: 'utf8' | 'base64') {
+function plainAnswer(req: Identified, fields: ProxiedFields, body: Buffer, encoding: 'utf8' | 'base64') {
   const text = body.toString(encoding);
   return Buffer.from(JSON.stringify(envelope(req, fields, text, encoding)), 'utf8');
 }
 
 /** Field order as in the schema (schemas/request.ts `ProxiedResponse`). */
-function envelope(req: FastifyRequest, f: ProxiedFields, body: string, encoding: 'utf8' | 'base64') {
+function envelope(req: Identified, f: ProxiedFields, body: string, encoding: 'utf8' | 'base64') {
   return ok(req, {
     status_code: f.status_code,
     headers: f.headers,
