@@ -7,6 +7,7 @@ import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { frameworkErrorHandler, genReqId, registerHooks } from './http/hooks.ts';
 import { registerJsonParser } from './http/json-parser.ts';
+import { lazyChildLogger } from './http/lazy-logger.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { breakerRoutes } from './http/routes/breakers.ts';
 import { configRoutes } from './http/routes/config.ts';
@@ -42,9 +43,9 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     // Our own onResponse hook writes one line per request (hooks.ts); Fastify's two would double it.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
     genReqId,
-    // Fastify passes `{}` options to child() on every request, which sends pino down its slow path (and
-    // the bindings through redaction). No route sets a log level or serializers, so bindings suffice.
-    childLoggerFactory: (logger, bindings) => logger.child(bindings),
+    // A stand-in that builds the request's child logger only if a line is written through it
+    // (lazy-logger.ts): most requests never do, and pino's child() is not free.
+    childLoggerFactory: lazyChildLogger,
     bodyLimit: config.maxBodyBytes,
     rewriteUrl: (req) => rewriteUrl(req.url ?? '/'),
     // Slow clients must not hold sockets forever (slowloris): the whole request must arrive in time.

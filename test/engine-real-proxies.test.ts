@@ -13,7 +13,13 @@ import {
 import { testTls } from './fixtures/certs.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import type { TestApp } from './helpers/app.ts';
-import { freePort, type RealProxy, startDante, startTinyproxy } from './helpers/real-proxies.ts';
+import {
+  freePort,
+  type RealProxy,
+  startAllOrClose,
+  startDante,
+  startTinyproxy,
+} from './helpers/real-proxies.ts';
 
 /*
  * The engine through real third-party proxies added via the API: tinyproxy (HTTP, Basic auth) and
@@ -32,7 +38,7 @@ let t: TestApp;
 
 before(async () => {
   const tls = await testTls();
-  [http, https, tinyproxy, dante, danteAuth] = await Promise.all([
+  [http, https, tinyproxy, dante, danteAuth] = await startAllOrClose([
     startTarget(),
     startTarget({ tls }),
     startTinyproxy({ auth: { username: TINY_USER, password: TINY_SECRET } }),
@@ -44,8 +50,9 @@ before(async () => {
 });
 
 after(async () => {
-  await t.close();
-  await Promise.all([http, https, tinyproxy, dante, danteAuth].map((f) => f.close()));
+  await t?.close();
+  // Unset when `before` failed: startAllOrClose has closed what it started.
+  await Promise.all([http, https, tinyproxy, dante, danteAuth].map((f) => f?.close()));
 });
 
 /** Each proxy alone in the pool, so that the call certainly goes through it. */

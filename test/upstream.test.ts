@@ -14,7 +14,13 @@ import {
 import { type SocksFixture, startSocksFixture } from './fixtures/socks.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { assertFailure, attempt, errorText, failure, proxyRecord, waitFor } from './fixtures/upstream-kit.ts';
-import { freePort, type RealProxy, startDante, startTinyproxy } from './helpers/real-proxies.ts';
+import {
+  freePort,
+  type RealProxy,
+  startAllOrClose,
+  startDante,
+  startTinyproxy,
+} from './helpers/real-proxies.ts';
 
 const CONNECT_TIMEOUT_MS = 1_000;
 const USER = 'alice';
@@ -35,7 +41,7 @@ const closers: (() => Promise<void>)[] = [];
 before(async () => {
   tlsMaterial = await testTls();
   const auth = { username: USER, password: SECRET };
-  [http, https, fixtureProxy, tlsProxy, socksFixture, tinyproxy, dante, danteAuth] = await Promise.all([
+  [http, https, fixtureProxy, tlsProxy, socksFixture, tinyproxy, dante, danteAuth] = await startAllOrClose([
     startTarget(),
     startTarget({ tls: tlsMaterial }),
     startForwardProxy({ auth }),

@@ -15,17 +15,23 @@ const fields: ProxiedFields = {
   elapsed_ms: 1.25,
 };
 
-function parse(out: Buffer) {
+/** Forces the byte path, whatever the body's size. */
+const BYTES = { smallBytes: -1 };
+
+function parse(out: Buffer | string) {
+  if (typeof out === 'string') return JSON.parse(out);
   assert.ok(isUtf8(out), 'the answer is UTF-8');
   return JSON.parse(out.toString('utf8'));
 }
+
+const bytesOf = (out: Buffer | string) => (typeof out === 'string' ? Buffer.from(out, 'utf8') : out);
 
 describe('the proxied answer, written as bytes', () => {
   it('round-trips any UTF-8 text: quotes, backslashes, control characters, every plane', () => {
     fc.assert(
       fc.property(fc.string({ unit: 'binary', maxLength: 300 }), (s) => {
         const body = Buffer.from(s, 'utf8');
-        const got = parse(proxiedAnswer(req, fields, body));
+        const got = parse(proxiedAnswer(req, fields, body, BYTES));
         assert.equal(got.data.body, body.toString('utf8'));
         assert.equal(got.data.body_encoding, 'utf8');
       }),
@@ -37,7 +43,7 @@ describe('the proxied answer, written as bytes', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
         const body = Buffer.from(bytes);
-        const got = parse(proxiedAnswer(req, fields, body));
+        const got = parse(proxiedAnswer(req, fields, body, BYTES));
         if (isUtf8(body)) {
           assert.equal(got.data.body_encoding, 'utf8');
           assert.equal(got.data.body, body.toString('utf8'));
@@ -75,13 +81,13 @@ describe('the proxied answer, written as bytes', () => {
     const slot = 'guessed-slot';
     const sneaky = { ...fields, headers: { 'x-a': slot, 'x-b': `"${slot}"` } };
     for (const body of [Buffer.from('plain text'), Buffer.from([0xff, 0xfe, 0x00])]) {
-      const got = parse(proxiedAnswer(req, sneaky, body, slot));
+      const got = parse(proxiedAnswer(req, sneaky, body, { ...BYTES, slot }));
       assert.deepEqual(got.data.headers, sneaky.headers);
       const expected = isUtf8(body) ? body.toString('utf8') : body.toString('base64');
       assert.equal(got.data.body, expected);
     }
     const twice = { ...fields, headers: { [slot]: slot } };
-    assert.equal(parse(proxiedAnswer(req, twice, Buffer.from('x'), slot)).data.body, 'x');
+    assert.equal(parse(proxiedAnswer(req, twice, Buffer.from('x'), { ...BYTES, slot })).data.body, 'x');
   });
 
   it('quotes the body with native escaping only where JSON requires it', () => {
@@ -89,7 +95,32 @@ describe('the proxied answer, written as bytes', () => {
     assert.deepEqual(bodyLiteral(Buffer.from([0xc3])), { literal: '"ww=="', encoding: 'base64' });
     assert.deepEqual(bodyLiteral(Buffer.alloc(0)), { literal: '""', encoding: 'utf8' });
     // Byte for byte: a byte-order mark is part of the body and stays.
-    const bom = parse(proxiedAnswer(req, fields, Buffer.from([0xef, 0xbb, 0xbf, 0x61])));
-    assert.equal(bom.data.body, '\ufeffa');
+    for (const o of [{}, BYTES]) {
+      const bom = parse(proxiedAnswer(req, fields, Buffer.from([0xef, 0xbb, 0xbf, 0x61]), o));
+      assert.equal(bom.data.body, '\ufeffa');
+    }
+  });
+
+  it('gives a small body the same bytes as a plain string as through the byte path', () => {
+    const sameClock = (out: Buffer | string) =>
+      bytesOf(out)
+        .toString('latin1')
+        .replace(/"timestamp":"[^"]+"/, '"timestamp":"T"');
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b)),
+          fc.string({ unit: 'binary', maxLength: 300 }).map((t) => Buffer.from(t, 'utf8')),
+        ),
+        (body) => {
+          const small = proxiedAnswer(req, fields, body);
+          if (isUtf8(body)) assert.equal(typeof small, 'string', 'a small UTF-8 body takes the string path');
+          assert.equal(sameClock(small), sameClock(proxiedAnswer(req, fields, body, BYTES)));
+        },
+      ),
+      { numRuns: 500 },
+    );
+    const big = Buffer.alloc(20 * 1024, 'a');
+    assert.ok(Buffer.isBuffer(proxiedAnswer(req, fields, big)), 'over 16 KiB: the byte path');
   });
 });

@@ -32,6 +32,27 @@ function requireBinary(path: string, pkg: string): void {
   }
 }
 
+interface Closable {
+  close(): Promise<void> | void;
+}
+
+/**
+ * Starts fixtures together. If one fails (a missing binary, a port taken), the ones that did start are
+ * closed before the error is thrown: otherwise their open sockets keep the test process alive and the
+ * file hangs instead of failing.
+ */
+export async function startAllOrClose<T extends readonly Closable[]>(
+  starts: {
+    readonly [K in keyof T]: Promise<T[K]>;
+  },
+): Promise<T> {
+  const all = await Promise.allSettled(starts as readonly Promise<Closable>[]);
+  const failed = all.find((r) => r.status === 'rejected');
+  if (!failed) return all.map((r) => (r as PromiseFulfilledResult<Closable>).value) as unknown as T;
+  for (const r of all) if (r.status === 'fulfilled') await r.value.close();
+  throw failed.reason;
+}
+
 export async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
