@@ -100,3 +100,37 @@ export function foreignNote(label: string, foreignCpu: number): string[] {
     `${label}: other programs used ${(foreignCpu * 100).toFixed(0)}% of the machine's CPU during the run.`,
   ];
 }
+
+/**
+ * Where the machine's CPU went during one measured run, per call: each named process's own time and
+ * the share of the machine left idle. It shows which process sets the pace, and whether the cores were
+ * full at all (on this VM every hop costs wake-ups; the load generator is the rest).
+ */
+export class CpuSplit {
+  private readonly pids: Readonly<Record<string, number>>;
+  private readonly start: { cpu: ReturnType<typeof cpuTimes>; ticks: Map<string, number | null> };
+
+  constructor(pids: Readonly<Record<string, number>>) {
+    this.pids = pids;
+    this.start = { cpu: cpuTimes(), ticks: this.ticks() };
+  }
+
+  private ticks(): Map<string, number | null> {
+    return new Map(Object.entries(this.pids).map(([name, pid]) => [name, processTicks(pid)]));
+  }
+
+  /** µs of CPU per call for each process (null if it could not be read), and the machine's idle %. */
+  stop(calls: number): { perCallUs: Record<string, number | null>; idlePct: number } {
+    const cpu = cpuTimes();
+    const now = this.ticks();
+    const perCallUs: Record<string, number | null> = {};
+    for (const [name, t1] of now) {
+      const t0 = this.start.ticks.get(name);
+      // USER_HZ is 100: a tick is 10 ms.
+      perCallUs[name] = t0 == null || t1 == null || calls === 0 ? null : ((t1 - t0) * 10_000) / calls;
+    }
+    const total = cpu.total - this.start.cpu.total;
+    const idle = total - (cpu.busy - this.start.cpu.busy);
+    return { perCallUs, idlePct: total > 0 ? (100 * idle) / total : 0 };
+  }
+}

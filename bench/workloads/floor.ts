@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import type { Ctx } from '../lib/context.ts';
+import { CpuSplit } from '../lib/cpu.ts';
 import { canConnect, freePort, type Proc, sleep, startProcess } from '../lib/proc.ts';
 import { probe } from '../lib/proxywhirl.ts';
 import { fmt, type WorkloadOutput } from '../lib/report.ts';
 import { addProxies, ROOT, requestBody, startRota } from '../lib/rota.ts';
-import { cpuTicks, MB, RssWatch, waitForIdleProcess } from '../lib/rss.ts';
+import { MB, RssWatch, waitForIdleProcess } from '../lib/rss.ts';
 import { type WrkResult, wrk } from '../lib/wrk.ts';
 import { goodput } from './compare-rows.ts';
 
@@ -21,10 +22,16 @@ import { goodput } from './compare-rows.ts';
 interface Figures {
   readonly wrk: WrkResult;
   readonly peakMb: number;
-  readonly cpuUsPerCall: number | null;
+  /** CPU per call of the gateway, squid and the target (the harness process), and the machine's idle %. */
+  readonly cpu: ReturnType<CpuSplit['stop']>;
 }
 
-const TICK_US = 10_000; // USER_HZ is 100 on Linux
+/** The processes whose CPU is split per call: squid, and the target (it runs in this process). */
+function split(ctx: Ctx, gatewayPid?: number): CpuSplit {
+  const pids: Record<string, number> = { squid: ctx.squid?.proc.pid ?? -1, target: process.pid };
+  if (gatewayPid !== undefined) pids.gateway = gatewayPid;
+  return new CpuSplit(pids);
+}
 
 async function measureGateway(ctx: Ctx, base: string, pid: number, targetUrl: string): Promise<Figures> {
   const opts = {
@@ -38,13 +45,11 @@ async function measureGateway(ctx: Ctx, base: string, pid: number, targetUrl: st
   await wrk({ ...opts, durationS: ctx.warmS });
   await waitForIdleProcess(pid, 60_000);
   const watch = new RssWatch(pid);
-  const t0 = cpuTicks(pid);
+  const cpu = split(ctx, pid);
   const result = await wrk({ ...opts, durationS: ctx.loadS });
-  const t1 = cpuTicks(pid);
+  const figures = cpu.stop(result.requests);
   const peak = watch.stop();
-  const cpu =
-    t0 === null || t1 === null || result.requests === 0 ? null : ((t1 - t0) * TICK_US) / result.requests;
-  return { wrk: result, peakMb: peak / MB, cpuUsPerCall: cpu };
+  return { wrk: result, peakMb: peak / MB, cpu: figures };
 }
 
 async function startRelay(ctx: Ctx, ports: readonly number[]): Promise<{ proc: Proc; base: string }> {
@@ -64,12 +69,19 @@ async function startRelay(ctx: Ctx, ports: readonly number[]): Promise<{ proc: P
   return { proc, base: `http://127.0.0.1:${port}` };
 }
 
+const us = (v: number | null | undefined) => (v == null ? 'n/a' : `${fmt(v, 0)} µs`);
+
+/** Per call: each process's CPU, and how much of the machine stayed idle. */
+function cpuText(c: Figures['cpu']): string {
+  const parts = Object.entries(c.perCallUs).map(([name, v]) => `${name} ${us(v)}`);
+  return `CPU per call ${parts.join(', ')}; machine idle ${fmt(c.idlePct, 0)}%`;
+}
+
 function line(name: string, f: Figures, direct: number): string {
   const rps = goodput(f.wrk);
-  const cpu = f.cpuUsPerCall === null ? 'n/a' : `${fmt(f.cpuUsPerCall, 0)} µs`;
   return (
     `${name}: ${fmt(rps, 0)} successful req/s = ${fmt((100 * rps) / direct, 1)}% of the direct path, ` +
-    `p50 ${fmt(f.wrk.p50Ms, 2)} ms, peak RSS ${fmt(f.peakMb, 1)} MB, CPU per call ${cpu}`
+    `p50 ${fmt(f.wrk.p50Ms, 2)} ms, peak RSS ${fmt(f.peakMb, 1)} MB; ${cpuText(f.cpu)}`
   );
 }
 
@@ -78,14 +90,17 @@ export async function runFloor(ctx: Ctx): Promise<WorkloadOutput> {
   if (!ctx.squid) return { rows: [], targets: [], notes: [`${W}: squid: ${ctx.squidError}`] };
   const ports = ctx.squid.ports;
   const targetUrl = ctx.target.jsonUrl;
-  const direct = () =>
-    wrk({
+  const direct = async () => {
+    const cpu = split(ctx);
+    const result = await wrk({
       url: `http://127.0.0.1:${ports[0]}/`,
       path: targetUrl,
       connections: 50,
       durationS: ctx.loadS,
       timeoutS: 30,
     });
+    return { ...result, cpu: cpu.stop(result.requests) };
+  };
   ctx.log('  stack floor: direct, relay, Rota, direct');
   await wrk({ url: `http://127.0.0.1:${ports[0]}/`, path: targetUrl, connections: 50, durationS: ctx.warmS });
   const before = await direct();
@@ -114,7 +129,8 @@ export async function runFloor(ctx: Ctx): Promise<WorkloadOutput> {
     rows: [],
     targets: [],
     notes: [
-      `${W}, direct path before / after: ${fmt(goodput(before), 0)} / ${fmt(goodput(after), 0)} successful req/s.`,
+      `${W}, direct path before / after: ${fmt(goodput(before), 0)} / ${fmt(goodput(after), 0)} successful req/s; ` +
+        `before: ${cpuText(before.cpu)}; after: ${cpuText(after.cpu)}.`,
       `${W}, ${line('minimal relay (bench/reference/relay.ts)', relayFigures, directRps)}.`,
       `${W}, ${line('Rota', rotaFigures, directRps)}.`,
     ],
