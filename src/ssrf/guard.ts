@@ -87,7 +87,8 @@ export class SsrfGuard {
   async check(target: string | URL): Promise<SsrfVerdict> {
     let url: URL;
     try {
-      url = new URL(typeof target === 'string' ? target : target.href);
+      // A URL object is only read here, never changed: no need to parse it again.
+      url = typeof target === 'string' ? new URL(target) : target;
     } catch {
       return reject('malformed');
     }

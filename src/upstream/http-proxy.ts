@@ -187,10 +187,35 @@ function headerMap(headers: Dispatcher.DispatchOptions['headers']): HeaderMap {
   return out;
 }
 
+/**
+ * The parsed target origins of one dispatcher. A proxy sees the same few origins over and over, and
+ * parsing one costs more than the rest of this interceptor; bounded so that a caller spraying origins
+ * cannot grow it.
+ */
+export class OriginCache {
+  readonly #parsed = new Map<string, URL>();
+
+  get size(): number {
+    return this.#parsed.size;
+  }
+
+  get(origin: string): URL {
+    let url = this.#parsed.get(origin);
+    if (url === undefined) {
+      url = new URL(origin);
+      if (this.#parsed.size >= 256) this.#parsed.clear();
+      this.#parsed.set(origin, url);
+    }
+    return url;
+  }
+}
+
 /** Rewrites plain-http requests to the absolute-URI form, sent to the proxy's shared origin. */
 function absoluteUri(forwardOrigin: string, auth: string | null): Dispatcher.DispatcherComposeInterceptor {
+  const origins = new OriginCache();
   return (dispatch) => (opts, handler) => {
-    const origin = new URL(String(opts.origin));
+    // Read only (protocol, host, origin): a shared parsed URL is safe.
+    const origin = origins.get(String(opts.origin));
     if (origin.protocol !== 'http:') return dispatch(opts, handler);
     const headers = headerMap(opts.headers);
     headers.host = origin.host;
