@@ -49,6 +49,8 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly maxResponseBytes: number;
   readonly connectTimeoutS: number;
+  /** After this long without an answer through an unproven proxy, a replayable call also asks another. 0: never. */
+  readonly hedgeDelayS: number;
   readonly breaker: {
     readonly failureThreshold: number;
     readonly windowS: number;
@@ -242,6 +244,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: r.int('ROTA_MAX_BODY_BYTES', 1_048_576, 1_024, 1_073_741_824),
     maxResponseBytes: r.int('ROTA_MAX_RESPONSE_BYTES', 10_485_760, 1_024, 1_073_741_824),
     connectTimeoutS: r.num('ROTA_CONNECT_TIMEOUT_S', 5, 0.1, 300),
+    hedgeDelayS: r.num('ROTA_HEDGE_DELAY_S', 1, 0, 300),
     breaker: {
       failureThreshold: r.int('ROTA_BREAKER_FAILURE_THRESHOLD', 5, 1, 1_000),
       windowS: r.num('ROTA_BREAKER_WINDOW_S', 60, 1, 86_400),

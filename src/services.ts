@@ -154,6 +154,7 @@ export async function createServices(
     now: clock.now,
     maxResponseBytes: config.maxResponseBytes,
     connectTimeoutMs: config.connectTimeoutS * 1000,
+    hedgeDelayMs: config.hedgeDelayS * 1000,
   });
   const health = new HealthChecker({
     pool,

@@ -50,6 +50,9 @@ before(async () => {
       ROTA_BREAKER_FAILURE_THRESHOLD: '2',
       ROTA_BREAKER_TIMEOUT_S: String(BREAKER_TIMEOUT_S),
       ROTA_CONNECT_TIMEOUT_S: '0.2',
+      // Sequential attempts, so that each dead proxy's failures are counted exactly; hedging has its own
+      // tests (engine-hedge.test.ts).
+      ROTA_HEDGE_DELAY_S: '0',
     },
     { clock },
   );

@@ -4,8 +4,9 @@
  */
 
 /**
- * - `success`: this attempt produced the answer returned to the caller (whatever its status code: a 404
- *   from the site is still a delivered answer).
+ * - `success`: the target's answer came back through this attempt (whatever its status code: a 404 from
+ *   the site is still an answer). It is the answer the caller got, except for an attempt overtaken by a
+ *   hedged one (ROTA_HEDGE_DELAY_S) that answered late: `deliveredAttempt` names the one delivered.
  * - `target_error`: the proxy worked but the target failed (retryable status, unreachable, TLS); it does
  *   not count against the proxy.
  * - `proxy_error`: a proxy fault (connect, handshake, 407, refused CONNECT...).
@@ -39,6 +40,11 @@ export interface CallRecord {
   readonly attempts: readonly AttemptRecord[];
   /** The error code returned to the caller when `ok` is false (e.g. PROXY_FAILOVER_EXHAUSTED). */
   readonly errorCode?: string;
+  /**
+   * The attempt whose answer the caller got, when the engine knows it. With hedging an overtaken attempt
+   * may still succeed after it, so the last `success` is not necessarily the delivered one.
+   */
+  readonly deliveredAttempt?: number;
 }
 
 /** Attempts after the first: the definition of a retry (DECISIONS "Monitoring"). */
@@ -54,6 +60,7 @@ export function retriesOf(call: CallRecord): number {
  */
 export function successfulAttempt(call: CallRecord): number | null {
   if (!call.ok) return null;
+  if (call.deliveredAttempt !== undefined) return call.deliveredAttempt;
   for (let i = call.attempts.length - 1; i >= 0; i--) {
     const a = call.attempts[i]!;
     if (a.outcome === 'success') return a.attempt;

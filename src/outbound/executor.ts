@@ -3,11 +3,10 @@ import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { Permit } from '../breaker/types.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AttemptRecord, CallRecord } from '../metrics/calls.ts';
-import { recordAttempt } from '../pool/health.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
-import { send } from '../upstream/send.ts';
 import { UpstreamError, type UpstreamResponse } from '../upstream/types.ts';
+import { type AttemptResult, runAttempt, type Settled } from './attempt.ts';
 import {
   callError,
   describeAttempt,
@@ -15,6 +14,7 @@ import {
   poolEmptyError,
   unsafeToRetryError,
 } from './call-error.ts';
+import { InFlight, type Run } from './in-flight.ts';
 import { backoffSeconds, type RetryPolicy, type RetryPolicyHolder } from './retry-policy.ts';
 import type { Selector } from './selector.ts';
 
@@ -46,14 +46,39 @@ export interface ExecutorDeps {
   random: () => number;
   maxResponseBytes: number;
   connectTimeoutMs: number;
+  /** ROTA_HEDGE_DELAY_S in ms; 0 never asks a second proxy while the first may still answer. */
+  hedgeDelayMs: number;
   onCall: (call: CallRecord) => void;
 }
 
-type AttemptResult =
-  | { type: 'response'; response: UpstreamResponse; retryable: boolean }
-  | { type: 'error'; error: UpstreamError };
+/** The request of an attempt that must end by `deadline` (the caller's signal is added by the caller). */
+function request(input: CallInput, deadline: number) {
+  return { url: input.url, method: input.method, headers: input.headers, body: input.body, deadline };
+}
+
+/** What every step of one call needs. */
+interface Call {
+  readonly input: CallInput;
+  readonly policy: RetryPolicy;
+  readonly deadline: number;
+  readonly attempts: AttemptRecord[];
+  readonly inflight: InFlight<Settled>;
+  readonly replayable: boolean;
+}
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
+/** A proxy that has answered before and not failed since: it gets the whole deadline, and no hedge. */
+function isProven(entry: ProxyEntry): boolean {
+  return entry.stats.success > 0 && entry.consecutiveFailures === 0;
+}
+
+/** An attempt still running when the call has its answer, and started after the one that answered. */
+function dropped(): UpstreamError {
+  return new UpstreamError('aborted', 'dropped: the call ended while this attempt was running', {
+    mayHaveReachedTarget: true,
+  });
+}
 
 /** What one call has learned so far, across its attempts. */
 interface CallState {
@@ -89,6 +114,10 @@ function delivered(answer: CallResult, attempts: AttemptRecord[], at: number): C
  *   caller ──▶ Selector (strategy + breakers) ──▶ Permit ──▶ send() via the proxy's dispatcher ──▶ target
  *                 ▲                                                     │
  *                 └──────── failover: exclude tried, back off ◀─────────┘
+ *
+ * Hedging: a replayable call still waiting, after ROTA_HEDGE_DELAY_S, on a proxy that has not proven
+ * itself also asks the next proxy, and takes the first answer. A proxy that accepts connections and never
+ * answers then costs the caller the hedge delay instead of its whole share of the deadline.
  */
 export class Executor {
   private readonly d: ExecutorDeps;
@@ -102,15 +131,36 @@ export class Executor {
     const budgetMs = Math.min(input.timeoutS, policy.timeout ?? Number.POSITIVE_INFINITY) * 1000;
     const deadline = started + budgetMs;
     const attempts: AttemptRecord[] = [];
+    const inflight = new InFlight<Settled>();
+    const won: { run: Run<Settled> | null } = { run: null };
     try {
-      const result = await this.loop(input, policy, deadline, attempts);
-      this.d.onCall({ ok: true, latencyMs: this.d.monotonic() - started, attempts });
+      const result = await this.loop(input, policy, deadline, attempts, inflight, won);
+      this.report(inflight, won.run, { ok: true, latencyMs: this.d.monotonic() - started, attempts });
       return result;
     } catch (err) {
       const code = err instanceof ApiError ? err.code : 'INTERNAL_ERROR';
-      this.d.onCall({ ok: false, latencyMs: this.d.monotonic() - started, attempts, errorCode: code });
+      const call = { ok: false, latencyMs: this.d.monotonic() - started, attempts, errorCode: code };
+      this.report(inflight, null, call);
       throw err;
     }
+  }
+
+  /**
+   * Reports the call once every attempt it started is over. Attempts that the answering one overtook
+   * (their proxy stayed silent while one asked later answered) run on to the end of their own share of
+   * the deadline, so that a proxy that never answers still fails its attempts and opens its breaker; the
+   * call is reported when they end. Any other attempt still running is cancelled without blame.
+   */
+  private report(inflight: InFlight<Settled>, winner: Run<Settled> | null, call: CallRecord): void {
+    const delivered = winner ? { deliveredAttempt: winner.n } : {};
+    if (inflight.size === 0) {
+      this.d.onCall({ ...call, ...delivered });
+      return;
+    }
+    void inflight.release(winner, dropped).then(async (behind) => {
+      await Promise.all(behind.map((r) => r.done));
+      this.d.onCall({ ...call, ...delivered });
+    });
   }
 
   private async loop(
@@ -118,8 +168,17 @@ export class Executor {
     policy: RetryPolicy,
     deadline: number,
     attempts: AttemptRecord[],
+    inflight: InFlight<Settled>,
+    won: { run: Run<Settled> | null },
   ): Promise<CallResult> {
-    const replayable = SAFE_METHODS.has(input.method) || policy.retry_non_idempotent;
+    const c: Call = {
+      input,
+      policy,
+      deadline,
+      attempts,
+      inflight,
+      replayable: SAFE_METHODS.has(input.method) || policy.retry_non_idempotent,
+    };
     const s: CallState = {
       tried: new Set(),
       failed: [],
@@ -128,39 +187,110 @@ export class Executor {
       pause: false,
       made: 0,
     };
-    while (attempts.length < policy.max_attempts) {
-      // A target answer in hand beats a timeout error: past the deadline the caller gets that answer.
-      if (this.d.monotonic() >= deadline) {
-        if (s.answer) break;
-        throw callError(s.lastError, s.failed, true);
+    let start = true;
+    for (;;) {
+      if (start && (await this.startAttempt(c, s)) === 'again') continue;
+      if (inflight.size === 0) break;
+      const ev = await inflight.next(this.d.monotonic);
+      // An attempt through an unproven proxy stalled: ask another proxy too, keep waiting for both.
+      if (ev.type === 'hedge') {
+        start = true;
+        continue;
       }
-      if (s.pause && !(await this.waitBeforeRetry(s, input, policy, deadline, attempts.length + 1))) break;
-      const entry = this.d.selector.pick({
-        exclude: s.tried,
-        sessionId: input.sessionId,
-        country: input.country,
-      });
-      if (!entry) {
-        if (s.tried.size === 0) throw this.poolEmpty();
-        break;
-      }
-      s.tried.add(entry.record.id);
-      const permit = this.d.breakers.admit(entry.record.id);
-      if (!permit) continue; // lost a half-open trial slot to a concurrent call: not an attempt
-      const n = attempts.length + 1;
-      const slice = replayable
-        ? this.attemptDeadline(entry, deadline, policy.max_attempts - n + 1)
-        : deadline;
-      s.made++;
-      const result = await this.attempt(entry, permit, input, slice, policy, n, attempts);
       const callerGone = input.signal?.aborted === true;
-      const next = this.afterAttempt(s, entry, result, attempts.length - 1, replayable, callerGone);
-      if (next === 'done' && s.answer) return s.answer.result;
+      const { result, recordAt } = ev.value;
+      const next = this.afterAttempt(s, ev.run.entry, result, recordAt, c.replayable, callerGone);
+      if (next === 'done' && s.answer) {
+        won.run = ev.run;
+        return s.answer.result;
+      }
       if (next === 'stop') break;
+      // Another attempt runs meanwhile: wait for it, unless it too has stalled.
+      start = inflight.allStalled();
     }
     // The target's last answer, retryable as it may be, is the result when no better one came.
     if (s.answer) return delivered({ ...s.answer.result, attempts: s.made }, attempts, s.answer.at);
     throw callError(s.lastError, s.failed, this.d.monotonic() >= deadline);
+  }
+
+  /**
+   * Picks a proxy and starts an attempt through it: `started`, `again` (lost a half-open trial slot to a
+   * concurrent call: not an attempt, pick again) or `none` (no attempt is worth starting now).
+   */
+  private async startAttempt(c: Call, s: CallState): Promise<'started' | 'again' | 'none'> {
+    const { attempts, inflight, policy, deadline } = c;
+    if (attempts.length + inflight.size >= policy.max_attempts) return 'none';
+    // A target answer in hand beats a timeout error: past the deadline the caller gets that answer.
+    if (this.d.monotonic() >= deadline) {
+      if (s.answer || inflight.size > 0) return 'none';
+      throw callError(s.lastError, s.failed, true);
+    }
+    if (s.pause) {
+      if (inflight.size > 0) return 'none';
+      if (!(await this.waitBeforeRetry(s, c.input, policy, deadline, attempts.length + 1))) return 'none';
+    }
+    const entry = this.d.selector.pick({
+      exclude: s.tried,
+      sessionId: c.input.sessionId,
+      country: c.input.country,
+    });
+    if (!entry) {
+      if (s.tried.size === 0) throw this.poolEmpty();
+      return 'none';
+    }
+    s.tried.add(entry.record.id);
+    const permit = this.d.breakers.admit(entry.record.id);
+    if (!permit) return 'again';
+    s.made++;
+    this.launch(c, entry, permit, attempts.length + inflight.size + 1);
+    return 'started';
+  }
+
+  /** Starts attempt `n` through `entry`, cancellable on its own when it may run beside another. */
+  private launch(c: Call, entry: ProxyEntry, permit: Permit, n: number): void {
+    const { input, policy, deadline } = c;
+    const slice = c.replayable
+      ? this.attemptDeadline(entry, deadline, policy.max_attempts - n + 1)
+      : deadline;
+    const startedAt = this.d.monotonic();
+    const hedgeAt = this.hedgeTime(c, entry, n, slice, startedAt);
+    const attempt = (signal: AbortSignal | undefined): Promise<Settled> =>
+      runAttempt(this.d, {
+        entry,
+        permit,
+        n,
+        request: { ...request(input, slice), ...(signal ? { signal } : {}) },
+        retryStatusCodes: policy.retry_status_codes,
+        attempts: c.attempts,
+      });
+    if (hedgeAt === null && c.inflight.size === 0) {
+      const done = attempt(input.signal);
+      c.inflight.add({ entry, n, startedAt, done, hedgeAt, stalled: false, cancel: null, detach: null });
+      return;
+    }
+    // It may run beside another attempt, or outlive the call: its own signal, which the caller's going
+    // away aborts too until the call has its answer (detach).
+    const own = new AbortController();
+    const onCallerGone = () => own.abort(input.signal?.reason);
+    if (input.signal?.aborted) onCallerGone();
+    else input.signal?.addEventListener('abort', onCallerGone, { once: true });
+    const detach = () => input.signal?.removeEventListener('abort', onCallerGone);
+    const done = attempt(own.signal);
+    void done.then(detach);
+    const cancel = (reason: UpstreamError) => own.abort(reason);
+    c.inflight.add({ entry, n, startedAt, done, hedgeAt, stalled: false, cancel, detach });
+  }
+
+  /**
+   * When the call may ask another proxy too, if this attempt has not answered by then. Only a replayable
+   * call, only through a proxy that has not proven itself (a proven one gets the whole deadline: a slow
+   * target must not be answered twice), only while another attempt may follow, and only before the
+   * attempt's own share of the deadline ends (then it fails over anyway).
+   */
+  private hedgeTime(c: Call, entry: ProxyEntry, n: number, slice: number, now: number): number | null {
+    const delay = this.d.hedgeDelayMs;
+    if (!c.replayable || delay <= 0 || n >= c.policy.max_attempts || isProven(entry)) return null;
+    return now + delay < slice ? now + delay : null;
   }
 
   /** Learns from one attempt: `done` (answer the caller), `stop` (no further attempt) or `next`. */
@@ -224,86 +354,6 @@ export class Executor {
     return true;
   }
 
-  private async attempt(
-    entry: ProxyEntry,
-    permit: Permit,
-    input: CallInput,
-    deadline: number,
-    policy: RetryPolicy,
-    n: number,
-    attempts: AttemptRecord[],
-  ): Promise<AttemptResult> {
-    const t0 = this.d.monotonic();
-    const sel = this.d.selector;
-    sel.inFlight(entry, 1);
-    let result: AttemptResult | undefined;
-    try {
-      const response = await send(this.d.dispatchers.get(entry.record), {
-        url: input.url,
-        method: input.method,
-        headers: input.headers,
-        body: input.body,
-        deadline,
-        maxResponseBytes: this.d.maxResponseBytes,
-        ...(input.signal ? { signal: input.signal } : {}),
-      });
-      result = {
-        type: 'response',
-        response,
-        retryable: policy.retry_status_codes.includes(response.statusCode),
-      };
-      return result;
-    } catch (err) {
-      const error =
-        err instanceof UpstreamError
-          ? err
-          : new UpstreamError('proxy_protocol', 'unexpected upstream failure', {
-              mayHaveReachedTarget: true,
-              cause: err,
-            });
-      result = { type: 'error', error };
-      return result;
-    } finally {
-      sel.inFlight(entry, -1);
-      const latencyMs = this.d.monotonic() - t0;
-      this.settle(entry, permit, result, latencyMs, n, attempts);
-    }
-  }
-
-  /** Breaker, health, strategy and metrics learn the outcome; the permit is released whatever happened. */
-  private settle(
-    entry: ProxyEntry,
-    permit: Permit,
-    r: AttemptResult | undefined,
-    latencyMs: number,
-    n: number,
-    attempts: AttemptRecord[],
-  ): void {
-    const proxyFault = r?.type === 'error' && r.error.proxyFault;
-    const aborted = r === undefined || (r.type === 'error' && r.error.kind === 'aborted');
-    permit.release(aborted ? 'neutral' : proxyFault ? 'failure' : 'success');
-    if (aborted) return;
-    recordAttempt(entry, !proxyFault, proxyFault, latencyMs);
-    this.d.selector.record(entry, { ok: r.type === 'response' && !r.retryable, latencyMs, proxyFault });
-    const outcome: AttemptRecord['outcome'] =
-      r.type === 'response'
-        ? r.retryable
-          ? 'target_error'
-          : 'success'
-        : r.error.kind === 'timeout' || r.error.kind === 'queue_timeout'
-          ? 'timeout'
-          : proxyFault
-            ? 'proxy_error'
-            : 'target_error';
-    attempts.push({
-      proxyId: entry.record.id,
-      attempt: n,
-      outcome,
-      latencyMs,
-      ...(r.type === 'error' ? { kind: r.error.kind } : {}),
-    });
-  }
-
   /**
    * A proxy that accepts the connection and never answers looks, in absolute-URI form, exactly like a slow
    * target: only time tells them apart. So that such a proxy cannot eat the whole deadline, an attempt
@@ -312,8 +362,7 @@ export class Executor {
    * the whole deadline: a slow target must not be cut short and blamed on a proxy that works.
    */
   private attemptDeadline(entry: ProxyEntry, deadline: number, attemptsLeft: number): number {
-    const proven = entry.stats.success > 0 && entry.consecutiveFailures === 0;
-    if (attemptsLeft <= 1 || proven) return deadline;
+    if (attemptsLeft <= 1 || isProven(entry)) return deadline;
     const now = this.d.monotonic();
     const left = deadline - now;
     const share = Math.max(left / attemptsLeft, 2 * this.d.connectTimeoutMs);

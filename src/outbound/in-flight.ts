@@ -1,0 +1,121 @@
+import type { ProxyEntry } from '../pool/pool.ts';
+import type { UpstreamError } from '../upstream/types.ts';
+
+/** One attempt of a call, running. `done` never rejects: an attempt's failure is a result too. */
+export interface Run<T> {
+  readonly entry: ProxyEntry;
+  /** 1-based attempt number within the call. */
+  readonly n: number;
+  /** Monotonic ms. */
+  readonly startedAt: number;
+  readonly done: Promise<T>;
+  /** Monotonic ms after which the call may ask another proxy too; null: never for this attempt. */
+  hedgeAt: number | null;
+  /** True once its hedge time has passed without an answer. */
+  stalled: boolean;
+  /** Cancels it with the given error; null when it cannot be cancelled on its own (the common case). */
+  readonly cancel: ((reason: UpstreamError) => void) | null;
+  /** Stops the caller's going away from cancelling it (it outlives the call); null with `cancel`. */
+  readonly detach: (() => void) | null;
+}
+
+export type InFlightEvent<T> = { type: 'done'; run: Run<T>; value: T } | { type: 'hedge' };
+
+/**
+ * The attempts of one call that are still running. Usually one at a time; more only when an attempt
+ * through an unproven proxy stalls past its hedge time and the call asks another proxy meanwhile.
+ */
+export class InFlight<T> {
+  readonly #runs = new Set<Run<T>>();
+
+  get size(): number {
+    return this.#runs.size;
+  }
+
+  runs(): readonly Run<T>[] {
+    return [...this.#runs];
+  }
+
+  add(run: Run<T>): void {
+    this.#runs.add(run);
+  }
+
+  /** Every running attempt has passed its hedge time: the call may start another. */
+  allStalled(): boolean {
+    for (const r of this.#runs) if (!r.stalled) return false;
+    return true;
+  }
+
+  /** The next thing to happen: an attempt finished (and is removed), or a hedge time came. */
+  async next(now: () => number): Promise<InFlightEvent<T>> {
+    for (;;) {
+      const ev = await this.#wait(now);
+      if (ev === null) continue; // the timer fired before the hedge time: wait on
+      if (ev.type === 'done') this.#runs.delete(ev.run);
+      return ev;
+    }
+  }
+
+  /** One wait: a finished attempt, a hedge event, or null when the timer came early. */
+  async #wait(now: () => number): Promise<InFlightEvent<T> | null> {
+    const runs = [...this.#runs];
+    let hedgeAt = Number.POSITIVE_INFINITY;
+    for (const r of runs) if (r.hedgeAt !== null && r.hedgeAt < hedgeAt) hedgeAt = r.hedgeAt;
+    // The common case, one attempt and no hedge: no race, no timer.
+    if (runs.length === 1 && hedgeAt === Number.POSITIVE_INFINITY) {
+      const run = runs[0]!;
+      return { type: 'done', run, value: await run.done };
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const races: Promise<InFlightEvent<T> | null>[] = runs.map((run) =>
+      run.done.then((value) => ({ type: 'done' as const, run, value })),
+    );
+    if (hedgeAt !== Number.POSITIVE_INFINITY) {
+      // Timers run on the event loop's cached clock and can fire a little before `now()` says they should.
+      races.push(
+        new Promise((resolve) => {
+          timer = setTimeout(
+            () => resolve(this.#markStalled(now()) ? { type: 'hedge' } : null),
+            hedgeAt - now(),
+          );
+        }),
+      );
+    }
+    try {
+      return await Promise.race(races);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Marks every attempt whose hedge time has come; false when none had. */
+  #markStalled(at: number): boolean {
+    let any = false;
+    for (const r of this.#runs) {
+      if (r.hedgeAt !== null && r.hedgeAt <= at) {
+        r.hedgeAt = null;
+        r.stalled = true;
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  /**
+   * Ends the call's hold on what is still running: attempts that started before `winner` (they were
+   * overtaken) are left to finish in the background and returned; every other one is cancelled with
+   * `dropped` and awaited (a cancelled attempt settles within microtasks), so that its bookkeeping is
+   * done before the call is reported.
+   */
+  async release(winner: Run<T> | null, dropped: () => UpstreamError): Promise<Run<T>[]> {
+    const runs = [...this.#runs];
+    this.#runs.clear();
+    const behind = runs.filter((r) => winner !== null && r.startedAt < winner.startedAt);
+    for (const r of behind) r.detach?.();
+    const cancelled = runs.filter((r) => !behind.includes(r) && r.cancel !== null);
+    for (const r of cancelled) r.cancel?.(dropped());
+    await Promise.all(cancelled.map((r) => r.done));
+    // One that cannot be cancelled never runs beside another (executor.ts), so none is missed here.
+    return behind;
+  }
+}
