@@ -8,6 +8,7 @@ import {
   NO_BACKOFF,
   proxied,
   proxiedOk,
+  putConfig,
   putPolicy,
 } from './engine-kit.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
@@ -119,6 +120,24 @@ describe('a proxy that accepts and never answers', () => {
       assert.equal(res.statusCode, 504, res.body);
       assert.ok(performance.now() - t0 >= 950, 'it waited for its deadline');
       assert.equal(live[0]!.requests.length, seen, 'no second proxy was asked');
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('a call with a session_id is not hedged: the session keeps its proxy until it fails', async () => {
+    const t = await app();
+    try {
+      await putConfig(t, { rotation_strategy: 'session-persistence' });
+      const silent = await addProxy(t, `http://127.0.0.1:${blackhole.port}`);
+      const good = await addProxy(t, `http://127.0.0.1:${live[0]!.port}`);
+      const t0 = performance.now();
+      const d = await proxiedOk(t, { url: url('/json'), timeout: 6, session_id: 's-1' });
+      assert.equal(d.proxy_id, good, 'the session failed over once its proxy failed');
+      assert.ok(performance.now() - t0 >= SHARE_MS - 50, `it waited: ${performance.now() - t0} ms`);
+      assert.equal((await getProxy(t, silent)).stats.failed_requests, 1);
+      const again = await proxiedOk(t, { url: url('/json'), session_id: 's-1' });
+      assert.equal(again.proxy_id, good, 're-pinned');
     } finally {
       await t.close();
     }

@@ -285,11 +285,13 @@ export class Executor {
    * When the call may ask another proxy too, if this attempt has not answered by then. Only a replayable
    * call, only through a proxy that has not proven itself (a proven one gets the whole deadline: a slow
    * target must not be answered twice), only while another attempt may follow, and only before the
-   * attempt's own share of the deadline ends (then it fails over anyway).
+   * attempt's own share of the deadline ends (then it fails over anyway). Never for a call with a
+   * `session_id`: a sticky session keeps its proxy until that proxy fails, and a hedge would re-pin it.
    */
   private hedgeTime(c: Call, entry: ProxyEntry, n: number, slice: number, now: number): number | null {
     const delay = this.d.hedgeDelayMs;
     if (!c.replayable || delay <= 0 || n >= c.policy.max_attempts || isProven(entry)) return null;
+    if (c.input.sessionId) return null;
     return now + delay < slice ? now + delay : null;
   }
 
