@@ -49,7 +49,7 @@ export interface Config {
   readonly maxBodyBytes: number;
   readonly maxResponseBytes: number;
   readonly connectTimeoutS: number;
-  /** After this long without an answer through an unproven proxy, a replayable call also asks another. 0: never. */
+  /** After this long without an answer through an unproven proxy, a GET/HEAD/OPTIONS call also asks another. 0: never. */
   readonly hedgeDelayS: number;
   readonly breaker: {
     readonly failureThreshold: number;

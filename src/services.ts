@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import { RuntimeSettings } from './control/settings.ts';
 import { HealthChecker } from './health/checker.ts';
 import { ClientIpResolver } from './http/client-ip.ts';
-import type { CallRecord } from './metrics/calls.ts';
+import type { AttemptRecord, CallRecord } from './metrics/calls.ts';
 import { PromMetrics } from './metrics/prometheus.ts';
 import { RetryMetrics } from './metrics/retry.ts';
 import { StatsAggregator } from './metrics/stats.ts';
@@ -140,6 +140,11 @@ export async function createServices(
     retryMetrics.recordCall(call);
     prom.recordCall(call);
   };
+  const onLateAttempt = (a: AttemptRecord) => {
+    stats.recordLateAttempt(a);
+    retryMetrics.recordLateAttempt(a);
+    prom.recordLateAttempt(a);
+  };
   breakers.onTransition((e) => {
     if (e.to_state === 'open') retryMetrics.recordBreakerOpen(e.proxy_id);
   });
@@ -149,6 +154,8 @@ export async function createServices(
     dispatchers,
     retry,
     onCall,
+    onLateAttempt,
+    onError: (err) => logger.error({ err }, 'late attempt bookkeeping failed'),
     random,
     monotonic: clock.monotonic,
     now: clock.now,

@@ -109,6 +109,51 @@ describe('a proxy that accepts and never answers', () => {
     }
   });
 
+  test('the call is reported when it is answered; the overtaken attempt is added when it ends', async () => {
+    const t = await app();
+    try {
+      const silent = await addProxy(t, `http://127.0.0.1:${blackhole.port}`);
+      const good = await addProxy(t, `http://127.0.0.1:${live[0]!.port}`);
+      const d = await proxiedOk(t, { url: url('/json'), timeout: 6 });
+      assert.equal(d.attempts, 2);
+      const stats = async () => (await t.app.inject({ url: '/api/v1/stats' })).json().data;
+      const now = await stats();
+      assert.equal(now.requests_total, 1, 'counted at once');
+      const perProxy = (s: { proxy_stats: { proxy_id: string; requests: number }[] }, id: string) =>
+        s.proxy_stats.find((p) => p.proxy_id === id)?.requests ?? 0;
+      assert.equal(perProxy(now, good), 1);
+      assert.equal(perProxy(now, silent), 0, 'the overtaken attempt is still running');
+      const deadline = Date.now() + SHARE_MS + 1_500;
+      while (perProxy(await stats(), silent) === 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const later = await stats();
+      assert.equal(perProxy(later, silent), 1, 'added when it ended');
+      assert.equal(later.requests_total, 1, 'still one call');
+      const prom = (await t.app.inject({ url: '/metrics' })).body;
+      assert.match(
+        prom,
+        new RegExp(`rota_upstream_attempts_total\\{proxy_id="${silent}",outcome="timeout"\\} 1`),
+      );
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('only GET, HEAD and OPTIONS are hedged: a PUT waits for its proxy', async () => {
+    const t = await app();
+    try {
+      await addProxy(t, `http://127.0.0.1:${blackhole.port}`);
+      await addProxy(t, `http://127.0.0.1:${live[0]!.port}`);
+      const t0 = performance.now();
+      const d = await proxiedOk(t, { url: url('/json'), method: 'PUT', body: 'x', timeout: 6 });
+      assert.equal(d.attempts, 2, 'failed over after the share, as before');
+      assert.ok(performance.now() - t0 >= SHARE_MS - 50, `${performance.now() - t0} ms`);
+    } finally {
+      await t.close();
+    }
+  });
+
   test('a POST is never hedged: it is not sent twice', async () => {
     const t = await app();
     try {
@@ -175,6 +220,21 @@ describe('slow targets', () => {
     }
   });
 
+  test('a body still arriving is not hedged: the proxy has answered', async () => {
+    const t = await app();
+    try {
+      await addProxy(t, `http://127.0.0.1:${live[0]!.port}`);
+      await addProxy(t, `http://127.0.0.1:${live[1]!.port}`);
+      const before = target.count('GET', '/slow-body');
+      const d = await proxiedOk(t, { url: url('/slow-body?ms=800'), timeout: 6 });
+      assert.equal(d.status_code, 200);
+      assert.equal(d.attempts, 1);
+      assert.equal(target.count('GET', '/slow-body') - before, 1);
+    } finally {
+      await t.close();
+    }
+  });
+
   test('through unproven proxies, the first answer wins and the later duplicate is dropped unblamed', async () => {
     const t = await app();
     try {
@@ -188,6 +248,7 @@ describe('slow targets', () => {
       assert.equal(target.count('GET', '/slow') - before, 2, 'the cost: the target was asked twice');
       const s = (await getProxy(t, second)).stats;
       assert.equal(s.failed_requests, 0, 'the dropped attempt blames nobody');
+      assert.equal(s.total_requests, 0, 'it was cancelled, not left to finish');
       assert.equal(await breakerState(t, second), 'closed');
       assert.equal((await getProxy(t, first)).health, 'healthy');
     } finally {

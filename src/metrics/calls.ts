@@ -4,9 +4,9 @@
  */
 
 /**
- * - `success`: the target's answer came back through this attempt (whatever its status code: a 404 from
- *   the site is still an answer). It is the answer the caller got, except for an attempt overtaken by a
- *   hedged one (ROTA_HEDGE_DELAY_S) that answered late: `deliveredAttempt` names the one delivered.
+ * - `success`: this attempt produced the answer returned to the caller (whatever its status code: a 404
+ *   from the site is still a delivered answer). An attempt a hedge overtook (ROTA_HEDGE_DELAY_S) is not
+ *   in its call's record; it is reported on its own when it ends (per-proxy numbers only).
  * - `target_error`: the proxy worked but the target failed (retryable status, unreachable, TLS); it does
  *   not count against the proxy.
  * - `proxy_error`: a proxy fault (connect, handshake, 407, refused CONNECT...).
@@ -40,10 +40,7 @@ export interface CallRecord {
   readonly attempts: readonly AttemptRecord[];
   /** The error code returned to the caller when `ok` is false (e.g. PROXY_FAILOVER_EXHAUSTED). */
   readonly errorCode?: string;
-  /**
-   * The attempt whose answer the caller got, when the engine knows it. With hedging an overtaken attempt
-   * may still succeed after it, so the last `success` is not necessarily the delivered one.
-   */
+  /** The attempt whose answer the caller got, when the engine knows it (hedged attempts run side by side). */
   readonly deliveredAttempt?: number;
 }
 

@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { BreakerStateName } from '../breaker/types.ts';
-import { ATTEMPT_OUTCOMES, type CallRecord, retriesOf, safeMs } from './calls.ts';
+import { ATTEMPT_OUTCOMES, type AttemptRecord, type CallRecord, retriesOf, safeMs } from './calls.ts';
 import { BREAKER_STATE_VALUE, EXPOSITION_CONTENT_TYPE } from './exposition.ts';
 
 export {
@@ -140,11 +140,14 @@ export class PromMetrics {
     this.#proxied.inc({ outcome: call.ok ? 'success' : outcomeLabel(call.errorCode) });
     const retries = retriesOf(call);
     if (retries > 0) this.#retries.inc(retries);
-    for (const a of call.attempts) {
-      if (!this.#tracks(a.proxyId)) continue;
-      this.#attempts.inc({ proxy_id: a.proxyId, outcome: a.outcome });
-      this.#upstreamLatency.observe({ proxy_id: a.proxyId }, safeMs(a.latencyMs) / 1000);
-    }
+    for (const a of call.attempts) this.recordLateAttempt(a);
+  }
+
+  /** One attempt's per-proxy series; also for an attempt that ended after its call was reported. */
+  recordLateAttempt(a: AttemptRecord): void {
+    if (!this.#tracks(a.proxyId)) return;
+    this.#attempts.inc({ proxy_id: a.proxyId, outcome: a.outcome });
+    this.#upstreamLatency.observe({ proxy_id: a.proxyId }, safeMs(a.latencyMs) / 1000);
   }
 
   rateLimited(endpoint: string | undefined): void {

@@ -1,4 +1,4 @@
-import { type CallRecord, retriesOf, safeMs, successfulAttempt } from './calls.ts';
+import { type AttemptRecord, type CallRecord, retriesOf, safeMs, successfulAttempt } from './calls.ts';
 
 /** Spec 2.9 `summary`. */
 export interface RetrySummaryJson {
@@ -98,13 +98,20 @@ export class RetryMetrics {
       b.okCalls++;
       b.successByAttempt.set(on, (b.successByAttempt.get(on) ?? 0) + 1);
     }
-    for (const a of call.attempts) {
-      const p = this.#proxyHour(b, a.proxyId);
-      if (!p) continue;
-      p.attempts++;
-      if (a.outcome === 'success') p.successes++;
-      p.latencySumMs += safeMs(a.latencyMs);
-    }
+    for (const a of call.attempts) this.#attempt(b, a);
+  }
+
+  /** An attempt that ended after its call was reported (a hedge overtook it): its proxy's numbers only. */
+  recordLateAttempt(a: AttemptRecord): void {
+    this.#attempt(this.#current(), a);
+  }
+
+  #attempt(b: HourBucket, a: AttemptRecord): void {
+    const p = this.#proxyHour(b, a.proxyId);
+    if (!p) return;
+    p.attempts++;
+    if (a.outcome === 'success') p.successes++;
+    p.latencySumMs += safeMs(a.latencyMs);
   }
 
   recordBreakerOpen(proxyId: string): void {

@@ -1,4 +1,4 @@
-import { type CallRecord, safeMs } from './calls.ts';
+import { type AttemptRecord, type CallRecord, safeMs } from './calls.ts';
 
 /** Spec 2.8 statistics, `proxy_stats` entry. */
 export interface ProxyStatsJson {
@@ -61,17 +61,20 @@ export class StatsAggregator {
     if (!call.ok) this.#failedCalls++;
     this.#latencySumMs += safeMs(call.latencyMs);
     this.#tick();
-    for (const a of call.attempts) {
-      let t = this.#proxies.get(a.proxyId);
-      if (!t) {
-        if (this.#proxyExists && !this.#proxyExists(a.proxyId)) continue;
-        t = { requests: 0, successes: 0, latencySumMs: 0 };
-        this.#proxies.set(a.proxyId, t);
-      }
-      t.requests++;
-      if (a.outcome === 'success') t.successes++;
-      t.latencySumMs += safeMs(a.latencyMs);
+    for (const a of call.attempts) this.recordLateAttempt(a);
+  }
+
+  /** One attempt's per-proxy numbers; also for an attempt that ended after its call was reported. */
+  recordLateAttempt(a: AttemptRecord): void {
+    let t = this.#proxies.get(a.proxyId);
+    if (!t) {
+      if (this.#proxyExists && !this.#proxyExists(a.proxyId)) return;
+      t = { requests: 0, successes: 0, latencySumMs: 0 };
+      this.#proxies.set(a.proxyId, t);
     }
+    t.requests++;
+    if (a.outcome === 'success') t.successes++;
+    t.latencySumMs += safeMs(a.latencyMs);
   }
 
   removeProxy(proxyId: string): void {

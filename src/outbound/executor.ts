@@ -49,6 +49,10 @@ export interface ExecutorDeps {
   /** ROTA_HEDGE_DELAY_S in ms; 0 never asks a second proxy while the first may still answer. */
   hedgeDelayMs: number;
   onCall: (call: CallRecord) => void;
+  /** An attempt that ended after its call was reported (a hedge overtook it): per-proxy numbers only. */
+  onLateAttempt: (attempt: AttemptRecord) => void;
+  /** Where a failure of that late bookkeeping is reported: it must never become an unhandled rejection. */
+  onError: (err: unknown) => void;
 }
 
 /** The request of an attempt that must end by `deadline` (the caller's signal is added by the caller). */
@@ -67,6 +71,13 @@ interface Call {
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
+/**
+ * Only read-only methods are hedged. An idempotent write (PUT, DELETE) may be replayed after a failure,
+ * but a hedge sends it twice while the first copy still runs, and that copy, left to finish after the
+ * caller has its answer, could land after the caller's next write.
+ */
+const HEDGE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** A proxy that has answered before and not failed since: it gets the whole deadline, and no hedge. */
 function isProven(entry: ProxyEntry): boolean {
@@ -115,7 +126,7 @@ function delivered(answer: CallResult, attempts: AttemptRecord[], at: number): C
  *                 ▲                                                     │
  *                 └──────── failover: exclude tried, back off ◀─────────┘
  *
- * Hedging: a replayable call still waiting, after ROTA_HEDGE_DELAY_S, on a proxy that has not proven
+ * Hedging: a GET, HEAD or OPTIONS call still waiting, after ROTA_HEDGE_DELAY_S, on a proxy that has not proven
  * itself also asks the next proxy, and takes the first answer. A proxy that accepts connections and never
  * answers then costs the caller the hedge delay instead of its whole share of the deadline.
  */
@@ -146,21 +157,35 @@ export class Executor {
   }
 
   /**
-   * Reports the call once every attempt it started is over. Attempts that the answering one overtook
-   * (their proxy stayed silent while one asked later answered) run on to the end of their own share of
-   * the deadline, so that a proxy that never answers still fails its attempts and opens its breaker; the
-   * call is reported when they end. Any other attempt still running is cancelled without blame.
+   * Reports the call now, as the caller sees it. Attempts that the answering one overtook (their proxy
+   * stayed silent while one asked later answered) run on to the end of their own share of the deadline,
+   * so that a proxy that never answers still fails its attempts and opens its breaker; each is reported
+   * on its own when it ends. Any other attempt still running is cancelled without blame.
    */
   private report(inflight: InFlight<Settled>, winner: Run<Settled> | null, call: CallRecord): void {
-    const delivered = winner ? { deliveredAttempt: winner.n } : {};
     if (inflight.size === 0) {
-      this.d.onCall({ ...call, ...delivered });
+      this.d.onCall(winner ? { ...call, deliveredAttempt: winner.n } : call);
       return;
     }
-    void inflight.release(winner, dropped).then(async (behind) => {
-      await Promise.all(behind.map((r) => r.done));
-      this.d.onCall({ ...call, ...delivered });
-    });
+    void inflight
+      .release(winner, dropped)
+      .then((behind) => {
+        const attempts = call.attempts as AttemptRecord[];
+        this.d.onCall({
+          ...call,
+          attempts: attempts.slice(),
+          ...(winner ? { deliveredAttempt: winner.n } : {}),
+        });
+        for (const r of behind) {
+          void r.done
+            .then(({ recordAt }) => {
+              const late = attempts[recordAt];
+              if (recordAt >= 0 && late) this.d.onLateAttempt(late);
+            })
+            .catch(this.d.onError);
+        }
+      })
+      .catch(this.d.onError);
   }
 
   private async loop(
@@ -254,12 +279,21 @@ export class Executor {
       : deadline;
     const startedAt = this.d.monotonic();
     const hedgeAt = this.hedgeTime(c, entry, n, slice, startedAt);
+    // Once the target's answer has started, the proxy works: no hedge for a body still arriving.
+    const slot: { run?: Run<Settled> } = {};
+    const answering = () => {
+      if (slot.run) slot.run.hedgeAt = null;
+    };
     const attempt = (signal: AbortSignal | undefined): Promise<Settled> =>
       runAttempt(this.d, {
         entry,
         permit,
         n,
-        request: { ...request(input, slice), ...(signal ? { signal } : {}) },
+        request: {
+          ...request(input, slice),
+          ...(signal ? { signal } : {}),
+          ...(hedgeAt !== null ? { onResponseStart: answering } : {}),
+        },
         retryStatusCodes: policy.retry_status_codes,
         attempts: c.attempts,
       });
@@ -278,20 +312,21 @@ export class Executor {
     const done = attempt(own.signal);
     void done.then(detach);
     const cancel = (reason: UpstreamError) => own.abort(reason);
-    c.inflight.add({ entry, n, startedAt, done, hedgeAt, stalled: false, cancel, detach });
+    slot.run = { entry, n, startedAt, done, hedgeAt, stalled: false, cancel, detach };
+    c.inflight.add(slot.run);
   }
 
   /**
-   * When the call may ask another proxy too, if this attempt has not answered by then. Only a replayable
-   * call, only through a proxy that has not proven itself (a proven one gets the whole deadline: a slow
+   * When the call may ask another proxy too, if this attempt has not answered by then. Only a GET, HEAD
+   * or OPTIONS call (HEDGE_METHODS), only through a proxy that has not proven itself (a proven one gets the whole deadline: a slow
    * target must not be answered twice), only while another attempt may follow, and only before the
    * attempt's own share of the deadline ends (then it fails over anyway). Never for a call with a
    * `session_id`: a sticky session keeps its proxy until that proxy fails, and a hedge would re-pin it.
    */
   private hedgeTime(c: Call, entry: ProxyEntry, n: number, slice: number, now: number): number | null {
     const delay = this.d.hedgeDelayMs;
-    if (!c.replayable || delay <= 0 || n >= c.policy.max_attempts || isProven(entry)) return null;
-    if (c.input.sessionId) return null;
+    if (!HEDGE_METHODS.has(c.input.method) || delay <= 0 || n >= c.policy.max_attempts) return null;
+    if (isProven(entry) || c.input.sessionId) return null;
     return now + delay < slice ? now + delay : null;
   }
 

@@ -76,7 +76,7 @@ export class InFlight<T> {
         new Promise((resolve) => {
           timer = setTimeout(
             () => resolve(this.#markStalled(now()) ? { type: 'hedge' } : null),
-            hedgeAt - now(),
+            Math.max(0, hedgeAt - now()),
           );
         }),
       );

@@ -93,6 +93,8 @@ class Attempt implements Dispatcher.DispatchHandler {
   #headers: Record<string, string | string[]> = {};
   #chunks: Buffer[] = [];
   #size = 0;
+  /** Told when the target's answer starts (UpstreamRequest.onResponseStart). */
+  onStart: (() => void) | undefined = undefined;
   readonly #limit: number;
   readonly #head: boolean;
   readonly #resolve: (r: UpstreamResponse) => void;
@@ -132,6 +134,7 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   onResponseStart(_c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
     this.phase = 'receiving';
+    this.onStart?.();
     this.#status = status;
     this.#headers = responseHeaders(headers);
     const declared = Number(headers['content-length']);
@@ -195,6 +198,7 @@ export function send(dispatcher: Dispatcher, req: UpstreamRequest): Promise<Upst
         reject(e);
       },
     );
+    attempt.onStart = req.onResponseStart;
     req.signal?.addEventListener('abort', onAbort, { once: true });
     // undici's own timers are only a safety net behind the deadline above.
     const safety = Math.ceil(remaining) + 1_000;

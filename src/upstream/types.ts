@@ -62,6 +62,8 @@ export interface UpstreamRequest {
   readonly deadline: number;
   readonly maxResponseBytes: number;
   readonly signal?: AbortSignal;
+  /** Called when the target's answer starts (status and headers are in). */
+  readonly onResponseStart?: () => void;
 }
 
 /** TLS trust used both for https:// proxies and for https targets (tests pass their own CA). */
