@@ -126,9 +126,9 @@ function delivered(answer: CallResult, attempts: AttemptRecord[], at: number): C
  *                 ▲                                                     │
  *                 └──────── failover: exclude tried, back off ◀─────────┘
  *
- * Hedging: a GET, HEAD or OPTIONS call still waiting, after ROTA_HEDGE_DELAY_S, on a proxy that has not proven
- * itself also asks the next proxy, and takes the first answer. A proxy that accepts connections and never
- * answers then costs the caller the hedge delay instead of its whole share of the deadline.
+ * Hedging: a GET, HEAD or OPTIONS call still waiting, after ROTA_HEDGE_DELAY_S, on a proxy that has
+ * not proven itself also asks the next proxy, and takes the first answer. A proxy that accepts
+ * connections and never answers then costs the caller the hedge delay, not its share of the deadline.
  */
 export class Executor {
   private readonly d: ExecutorDeps;
