@@ -318,9 +318,9 @@ export class Executor {
 
   /**
    * When the call may ask another proxy too, if this attempt has not answered by then. Only a GET, HEAD
-   * or OPTIONS call (HEDGE_METHODS), only through a proxy that has not proven itself (a proven one gets the whole deadline: a slow
-   * target must not be answered twice), only while another attempt may follow, and only before the
-   * attempt's own share of the deadline ends (then it fails over anyway). Never for a call with a
+   * or OPTIONS call (HEDGE_METHODS), only through a proxy that has not proven itself (a proven one gets
+   * the whole deadline: a slow target must not be answered twice), only while another attempt may
+   * follow, and only before the attempt's own share of the deadline ends (then it fails over anyway). Never for a call with a
    * `session_id`: a sticky session keeps its proxy until that proxy fails, and a hedge would re-pin it.
    */
   private hedgeTime(c: Call, entry: ProxyEntry, n: number, slice: number, now: number): number | null {
