@@ -141,9 +141,9 @@ export async function createServices(
     prom.recordCall(call);
   };
   const onLateAttempt = (a: AttemptRecord) => {
-    stats.recordLateAttempt(a);
-    retryMetrics.recordLateAttempt(a);
-    prom.recordLateAttempt(a);
+    stats.recordAttempt(a);
+    retryMetrics.recordAttempt(a);
+    prom.recordAttempt(a);
   };
   breakers.onTransition((e) => {
     if (e.to_state === 'open') retryMetrics.recordBreakerOpen(e.proxy_id);

@@ -51,9 +51,8 @@ export function proxiedAnswer(
   const slot = o.slot ?? SLOT;
   // A small body is cheaper as one plain string (one stringify, one write with the head); the byte
   // path pays off from a few KiB on. Both give the same bytes (proxied-answer.test.ts).
-  if (body.length <= (o.smallBytes ?? SMALL_BYTES) && isUtf8(body)) {
-    return JSON.stringify(envelope(req, fields, body.toString('utf8'), 'utf8'));
-  }
+  if (body.length <= (o.smallBytes ?? SMALL_BYTES) && isUtf8(body))
+    return plainAnswer(req, fields, body, 'utf8');
   const { literal, encoding } = bodyLiteral(body);
   const quoted = `"${slot}"`;
   const text = JSON.stringify(envelope(req, fields, slot, encoding));
@@ -71,9 +70,14 @@ export function proxiedAnswer(
   return out;
 }
 
-function plainAnswer(req: Identified, fields: ProxiedFields, body: Buffer, encoding: 'utf8' | 'base64') {
-  const text = body.toString(encoding);
-  return Buffer.from(JSON.stringify(envelope(req, fields, text, encoding)), 'utf8');
+/** The whole envelope as one string, the body decoded into it: for small bodies, and the fallback. */
+function plainAnswer(
+  req: Identified,
+  fields: ProxiedFields,
+  body: Buffer,
+  encoding: 'utf8' | 'base64',
+): string {
+  return JSON.stringify(envelope(req, fields, body.toString(encoding), encoding));
 }
 
 /** Field order as in the schema (schemas/request.ts `ProxiedResponse`). */

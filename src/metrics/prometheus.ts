@@ -140,11 +140,11 @@ export class PromMetrics {
     this.#proxied.inc({ outcome: call.ok ? 'success' : outcomeLabel(call.errorCode) });
     const retries = retriesOf(call);
     if (retries > 0) this.#retries.inc(retries);
-    for (const a of call.attempts) this.recordLateAttempt(a);
+    for (const a of call.attempts) this.recordAttempt(a);
   }
 
   /** One attempt's per-proxy series; also for an attempt that ended after its call was reported. */
-  recordLateAttempt(a: AttemptRecord): void {
+  recordAttempt(a: AttemptRecord): void {
     if (!this.#tracks(a.proxyId)) return;
     this.#attempts.inc({ proxy_id: a.proxyId, outcome: a.outcome });
     this.#upstreamLatency.observe({ proxy_id: a.proxyId }, safeMs(a.latencyMs) / 1000);

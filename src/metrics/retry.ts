@@ -101,8 +101,11 @@ export class RetryMetrics {
     for (const a of call.attempts) this.#attempt(b, a);
   }
 
-  /** An attempt that ended after its call was reported (a hedge overtook it): its proxy's numbers only. */
-  recordLateAttempt(a: AttemptRecord): void {
+  /**
+   * One attempt's per-proxy numbers, for an attempt that ended after its call was reported (a hedge
+   * overtook it); recordCall covers the call's own attempts.
+   */
+  recordAttempt(a: AttemptRecord): void {
     this.#attempt(this.#current(), a);
   }
 

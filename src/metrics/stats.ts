@@ -61,11 +61,11 @@ export class StatsAggregator {
     if (!call.ok) this.#failedCalls++;
     this.#latencySumMs += safeMs(call.latencyMs);
     this.#tick();
-    for (const a of call.attempts) this.recordLateAttempt(a);
+    for (const a of call.attempts) this.recordAttempt(a);
   }
 
   /** One attempt's per-proxy numbers; also for an attempt that ended after its call was reported. */
-  recordLateAttempt(a: AttemptRecord): void {
+  recordAttempt(a: AttemptRecord): void {
     let t = this.#proxies.get(a.proxyId);
     if (!t) {
       if (this.#proxyExists && !this.#proxyExists(a.proxyId)) return;

@@ -5,7 +5,7 @@ import { ApiError } from '../http/errors.ts';
 import type { AttemptRecord, CallRecord } from '../metrics/calls.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
-import { UpstreamError, type UpstreamResponse } from '../upstream/types.ts';
+import type { UpstreamError, UpstreamResponse } from '../upstream/types.ts';
 import { type AttemptResult, runAttempt, type Settled } from './attempt.ts';
 import {
   callError,
@@ -68,6 +68,8 @@ interface Call {
   readonly attempts: AttemptRecord[];
   readonly inflight: InFlight<Settled>;
   readonly replayable: boolean;
+  /** The attempt whose answer the caller got, once there is one. */
+  winner: Run<Settled> | null;
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
@@ -82,13 +84,6 @@ const HEDGE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** A proxy that has answered before and not failed since: it gets the whole deadline, and no hedge. */
 function isProven(entry: ProxyEntry): boolean {
   return entry.stats.success > 0 && entry.consecutiveFailures === 0;
-}
-
-/** An attempt still running when the call has its answer, and started after the one that answered. */
-function dropped(): UpstreamError {
-  return new UpstreamError('aborted', 'dropped: the call ended while this attempt was running', {
-    mayHaveReachedTarget: true,
-  });
 }
 
 /** What one call has learned so far, across its attempts. */
@@ -140,18 +135,23 @@ export class Executor {
     const started = this.d.monotonic();
     const policy = this.d.retry.get();
     const budgetMs = Math.min(input.timeoutS, policy.timeout ?? Number.POSITIVE_INFINITY) * 1000;
-    const deadline = started + budgetMs;
-    const attempts: AttemptRecord[] = [];
-    const inflight = new InFlight<Settled>();
-    const won: { run: Run<Settled> | null } = { run: null };
+    const c: Call = {
+      input,
+      policy,
+      deadline: started + budgetMs,
+      attempts: [],
+      inflight: new InFlight<Settled>(),
+      replayable: SAFE_METHODS.has(input.method) || policy.retry_non_idempotent,
+      winner: null,
+    };
     try {
-      const result = await this.loop(input, policy, deadline, attempts, inflight, won);
-      this.report(inflight, won.run, { ok: true, latencyMs: this.d.monotonic() - started, attempts });
+      const result = await this.loop(c);
+      this.report(c, { ok: true, latencyMs: this.d.monotonic() - started, attempts: c.attempts });
       return result;
     } catch (err) {
       const code = err instanceof ApiError ? err.code : 'INTERNAL_ERROR';
-      const call = { ok: false, latencyMs: this.d.monotonic() - started, attempts, errorCode: code };
-      this.report(inflight, null, call);
+      const latencyMs = this.d.monotonic() - started;
+      this.report(c, { ok: false, latencyMs, attempts: c.attempts, errorCode: code });
       throw err;
     }
   }
@@ -162,25 +162,23 @@ export class Executor {
    * so that a proxy that never answers still fails its attempts and opens its breaker; each is reported
    * on its own when it ends. Any other attempt still running is cancelled without blame.
    */
-  private report(inflight: InFlight<Settled>, winner: Run<Settled> | null, call: CallRecord): void {
-    if (inflight.size === 0) {
-      this.d.onCall(winner ? { ...call, deliveredAttempt: winner.n } : call);
+  private report(c: Call, call: CallRecord): void {
+    const winner = c.winner;
+    const delivered = winner ? { ...call, deliveredAttempt: winner.n } : call;
+    if (c.inflight.size === 0) {
+      this.d.onCall(delivered);
       return;
     }
-    void inflight
-      .release(winner, dropped)
+    void c.inflight
+      .release(winner)
       .then((behind) => {
-        const attempts = call.attempts as AttemptRecord[];
-        this.d.onCall({
-          ...call,
-          attempts: attempts.slice(),
-          ...(winner ? { deliveredAttempt: winner.n } : {}),
-        });
+        // The overtaken attempts add their records to c.attempts later: the call keeps what it had.
+        this.d.onCall({ ...delivered, attempts: c.attempts.slice() });
         for (const r of behind) {
           void r.done
             .then(({ recordAt }) => {
-              const late = attempts[recordAt];
-              if (recordAt >= 0 && late) this.d.onLateAttempt(late);
+              const late = c.attempts[recordAt];
+              if (late) this.d.onLateAttempt(late);
             })
             .catch(this.d.onError);
         }
@@ -188,22 +186,8 @@ export class Executor {
       .catch(this.d.onError);
   }
 
-  private async loop(
-    input: CallInput,
-    policy: RetryPolicy,
-    deadline: number,
-    attempts: AttemptRecord[],
-    inflight: InFlight<Settled>,
-    won: { run: Run<Settled> | null },
-  ): Promise<CallResult> {
-    const c: Call = {
-      input,
-      policy,
-      deadline,
-      attempts,
-      inflight,
-      replayable: SAFE_METHODS.has(input.method) || policy.retry_non_idempotent,
-    };
+  private async loop(c: Call): Promise<CallResult> {
+    const { input, inflight, attempts } = c;
     const s: CallState = {
       tried: new Set(),
       failed: [],
@@ -226,7 +210,7 @@ export class Executor {
       const { result, recordAt } = ev.value;
       const next = this.afterAttempt(s, ev.run.entry, result, recordAt, c.replayable, callerGone);
       if (next === 'done' && s.answer) {
-        won.run = ev.run;
+        c.winner = ev.run;
         return s.answer.result;
       }
       if (next === 'stop') break;
@@ -235,7 +219,7 @@ export class Executor {
     }
     // The target's last answer, retryable as it may be, is the result when no better one came.
     if (s.answer) return delivered({ ...s.answer.result, attempts: s.made }, attempts, s.answer.at);
-    throw callError(s.lastError, s.failed, this.d.monotonic() >= deadline);
+    throw callError(s.lastError, s.failed, this.d.monotonic() >= c.deadline);
   }
 
   /**
@@ -279,26 +263,18 @@ export class Executor {
       : deadline;
     const startedAt = this.d.monotonic();
     const hedgeAt = this.hedgeTime(c, entry, n, slice, startedAt);
-    // Once the target's answer has started, the proxy works: no hedge for a body still arriving.
-    const slot: { run?: Run<Settled> } = {};
-    const answering = () => {
-      if (slot.run) slot.run.hedgeAt = null;
-    };
-    const attempt = (signal: AbortSignal | undefined): Promise<Settled> =>
+    const attempt = (extra: { signal?: AbortSignal; onResponseStart?: () => void }) =>
       runAttempt(this.d, {
         entry,
         permit,
         n,
-        request: {
-          ...request(input, slice),
-          ...(signal ? { signal } : {}),
-          ...(hedgeAt !== null ? { onResponseStart: answering } : {}),
-        },
+        request: { ...request(input, slice), ...extra },
         retryStatusCodes: policy.retry_status_codes,
         attempts: c.attempts,
       });
     if (hedgeAt === null && c.inflight.size === 0) {
-      const done = attempt(input.signal);
+      // The common case: one attempt at a time, nothing to cancel it but the caller.
+      const done = attempt(input.signal ? { signal: input.signal } : {});
       c.inflight.add({ entry, n, startedAt, done, hedgeAt, stalled: false, cancel: null, detach: null });
       return;
     }
@@ -309,19 +285,26 @@ export class Executor {
     if (input.signal?.aborted) onCallerGone();
     else input.signal?.addEventListener('abort', onCallerGone, { once: true });
     const detach = () => input.signal?.removeEventListener('abort', onCallerGone);
-    const done = attempt(own.signal);
+    const cancel = () => own.abort();
+    // Once the target's answer has started, the proxy works: no hedge for a body still arriving. (The
+    // answer cannot start before `run` is set: dispatching never calls back synchronously.)
+    let run: Run<Settled> | undefined;
+    const onResponseStart = () => {
+      if (run) run.hedgeAt = null;
+    };
+    const done = attempt({ signal: own.signal, onResponseStart });
     void done.then(detach);
-    const cancel = (reason: UpstreamError) => own.abort(reason);
-    slot.run = { entry, n, startedAt, done, hedgeAt, stalled: false, cancel, detach };
-    c.inflight.add(slot.run);
+    run = { entry, n, startedAt, done, hedgeAt, stalled: false, cancel, detach };
+    c.inflight.add(run);
   }
 
   /**
    * When the call may ask another proxy too, if this attempt has not answered by then. Only a GET, HEAD
    * or OPTIONS call (HEDGE_METHODS), only through a proxy that has not proven itself (a proven one gets
    * the whole deadline: a slow target must not be answered twice), only while another attempt may
-   * follow, and only before the attempt's own share of the deadline ends (then it fails over anyway). Never for a call with a
-   * `session_id`: a sticky session keeps its proxy until that proxy fails, and a hedge would re-pin it.
+   * follow, and only before the attempt's own share of the deadline ends (then it fails over anyway).
+   * Never for a call with a `session_id`: a sticky session keeps its proxy until that proxy fails, and
+   * a hedge would re-pin it.
    */
   private hedgeTime(c: Call, entry: ProxyEntry, n: number, slice: number, now: number): number | null {
     const delay = this.d.hedgeDelayMs;

@@ -1,5 +1,4 @@
 import type { ProxyEntry } from '../pool/pool.ts';
-import type { UpstreamError } from '../upstream/types.ts';
 
 /** One attempt of a call, running. `done` never rejects: an attempt's failure is a result too. */
 export interface Run<T> {
@@ -13,8 +12,8 @@ export interface Run<T> {
   hedgeAt: number | null;
   /** True once its hedge time has passed without an answer. */
   stalled: boolean;
-  /** Cancels it with the given error; null when it cannot be cancelled on its own (the common case). */
-  readonly cancel: ((reason: UpstreamError) => void) | null;
+  /** Cancels it (an 'aborted' attempt: no blame); null when it cannot be on its own (the common case). */
+  readonly cancel: (() => void) | null;
   /** Stops the caller's going away from cancelling it (it outlives the call); null with `cancel`. */
   readonly detach: (() => void) | null;
 }
@@ -30,10 +29,6 @@ export class InFlight<T> {
 
   get size(): number {
     return this.#runs.size;
-  }
-
-  runs(): readonly Run<T>[] {
-    return [...this.#runs];
   }
 
   add(run: Run<T>): void {
@@ -103,17 +98,17 @@ export class InFlight<T> {
 
   /**
    * Ends the call's hold on what is still running: attempts that started before `winner` (they were
-   * overtaken) are left to finish in the background and returned; every other one is cancelled with
-   * `dropped` and awaited (a cancelled attempt settles within microtasks), so that its bookkeeping is
+   * overtaken) are left to finish in the background and returned; every other one is cancelled and
+   * awaited (a cancelled attempt settles within microtasks), so that its bookkeeping is
    * done before the call is reported.
    */
-  async release(winner: Run<T> | null, dropped: () => UpstreamError): Promise<Run<T>[]> {
+  async release(winner: Run<T> | null): Promise<Run<T>[]> {
     const runs = [...this.#runs];
     this.#runs.clear();
     const behind = runs.filter((r) => winner !== null && r.startedAt < winner.startedAt);
     for (const r of behind) r.detach?.();
     const cancelled = runs.filter((r) => !behind.includes(r) && r.cancel !== null);
-    for (const r of cancelled) r.cancel?.(dropped());
+    for (const r of cancelled) r.cancel?.();
     await Promise.all(cancelled.map((r) => r.done));
     // One that cannot be cancelled never runs beside another (executor.ts), so none is missed here.
     return behind;

@@ -72,12 +72,7 @@ function deadlineError(phase: AttemptPhase): UpstreamError {
   });
 }
 
-/**
- * An aborted attempt: the reason the signal carries when it is an UpstreamError (the executor cancels an
- * attempt another one overtook with its own verdict), else the caller went away.
- */
-function abortError(signal: AbortSignal | undefined, phase: AttemptPhase): UpstreamError {
-  if (signal?.reason instanceof UpstreamError) return signal.reason;
+function callerAbort(phase: AttemptPhase): UpstreamError {
   return new UpstreamError('aborted', 'the caller abandoned the request', {
     mayHaveReachedTarget: phase !== 'queued',
   });
@@ -171,7 +166,7 @@ class Attempt implements Dispatcher.DispatchHandler {
 export function send(dispatcher: Dispatcher, req: UpstreamRequest): Promise<UpstreamResponse> {
   const remaining = req.deadline - performance.now();
   if (remaining <= 0) return Promise.reject(deadlineError('queued'));
-  if (req.signal?.aborted) return Promise.reject(abortError(req.signal, 'queued'));
+  if (req.signal?.aborted) return Promise.reject(callerAbort('queued'));
   if (req.url.protocol !== 'http:' && req.url.protocol !== 'https:') {
     return Promise.reject(
       new UpstreamError('invalid_request', 'only http and https targets are supported', {
@@ -180,7 +175,7 @@ export function send(dispatcher: Dispatcher, req: UpstreamRequest): Promise<Upst
     );
   }
   return new Promise<UpstreamResponse>((resolve, reject) => {
-    const onAbort = () => attempt.fail(abortError(req.signal, attempt.phase));
+    const onAbort = () => attempt.fail(callerAbort(attempt.phase));
     const timer = setTimeout(() => attempt.fail(deadlineError(attempt.phase)), remaining);
     const done = () => {
       clearTimeout(timer);
