@@ -32,6 +32,8 @@ describe('config', () => {
     assert.equal(c.corsAllowCredentials, true);
     assert.equal(c.clientIpHeader, 'x-forwarded-for');
     assert.equal(c.breaker.failureThreshold, 5);
+    assert.equal(c.hedgeDelayS, 1);
+    assert.equal(loadConfig({ ROTA_HEDGE_DELAY_S: '0' }).hedgeDelayS, 0, '0 turns hedging off');
     assert.ok(Object.isFrozen(c) && Object.isFrozen(c.breaker) && Object.isFrozen(c.corsOrigins));
     assert.throws(() => {
       (c as { port: number }).port = 1;
@@ -68,6 +70,7 @@ describe('config', () => {
       ROTA_HEALTH_CHECK_URL: 'ftp://x',
       ROTA_SECRET_KEY: 'short',
       ROTA_LOG_LEVEL: 'loud',
+      ROTA_HEDGE_DELAY_S: '-1',
     });
     const named = problems.map((p) => p.split(':')[0]);
     for (const v of [
@@ -81,6 +84,7 @@ describe('config', () => {
       'ROTA_HEALTH_CHECK_URL',
       'ROTA_SECRET_KEY',
       'ROTA_LOG_LEVEL',
+      'ROTA_HEDGE_DELAY_S',
     ]) {
       assert.ok(named.includes(v), `${v} missing from ${JSON.stringify(problems)}`);
     }

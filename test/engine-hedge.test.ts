@@ -130,6 +130,9 @@ describe('a proxy that accepts and never answers', () => {
       const later = await stats();
       assert.equal(perProxy(later, silent), 1, 'added when it ended');
       assert.equal(later.requests_total, 1, 'still one call');
+      const retry = (await t.app.inject({ url: '/metrics/retry' })).json().data;
+      assert.equal(retry.by_proxy[silent]?.total_attempts, 1, JSON.stringify(retry.by_proxy));
+      assert.equal(retry.by_proxy[silent]?.failure_count, 1);
       const prom = (await t.app.inject({ url: '/metrics' })).body;
       assert.match(
         prom,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { cpuTicks } from './rss.ts';
 
 /** Below this share of the machine's CPU used by others, the machine counts as quiet. */
 const QUIET = 0.15;
@@ -36,16 +37,6 @@ export async function waitForQuiet(maxWaitS: number, log: (m: string) => void): 
   return busy;
 }
 
-function processTicks(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(f[11]) + Number(f[12]);
-  } catch {
-    return null;
-  }
-}
-
 /**
  * CPU used during a measurement by programs that are not part of it (another test suite, a compiler),
  * as a share of the whole machine. Sampled every 250 ms; an interval in which one of our processes
@@ -67,7 +58,7 @@ export class ForeignCpuWatch {
   private snapshot() {
     const ours = new Map<number, number>();
     for (const pid of this.pids()) {
-      const t = processTicks(pid);
+      const t = cpuTicks(pid);
       if (t !== null) ours.set(pid, t);
     }
     return { cpu: cpuTimes(), ours };
@@ -116,7 +107,7 @@ export class CpuSplit {
   }
 
   private ticks(): Map<string, number | null> {
-    return new Map(Object.entries(this.pids).map(([name, pid]) => [name, processTicks(pid)]));
+    return new Map(Object.entries(this.pids).map(([name, pid]) => [name, cpuTicks(pid)]));
   }
 
   /** µs of CPU per call for each process (null if it could not be read), and the machine's idle %. */
