@@ -151,7 +151,6 @@ export async function createServices(
   const executor = new Executor({
     selector,
     breakers,
-    dispatchers,
     retry,
     onCall,
     onLateAttempt,
@@ -159,7 +158,6 @@ export async function createServices(
     random,
     monotonic: clock.monotonic,
     now: clock.now,
-    maxResponseBytes: config.maxResponseBytes,
     connectTimeoutMs: config.connectTimeoutS * 1000,
     hedgeDelayMs: config.hedgeDelayS * 1000,
   });

@@ -4,8 +4,7 @@ import type { Permit } from '../breaker/types.ts';
 import { ApiError } from '../http/errors.ts';
 import type { AttemptRecord, CallRecord } from '../metrics/calls.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
-import type { DispatcherCache } from '../upstream/dispatchers.ts';
-import type { UpstreamError, UpstreamResponse } from '../upstream/types.ts';
+import type { UpstreamError } from '../upstream/types.ts';
 import { type AttemptResult, runAttempt, type Settled } from './attempt.ts';
 import {
   callError,
@@ -14,23 +13,26 @@ import {
   poolEmptyError,
   unsafeToRetryError,
 } from './call-error.ts';
+import { attemptDeadline, hedgeTime } from './hedge.ts';
 import { InFlight, type Run } from './in-flight.ts';
 import { backoffSeconds, type RetryPolicy, type RetryPolicyHolder } from './retry-policy.ts';
 import type { Selector } from './selector.ts';
+import type { Work } from './work.ts';
 
-export interface CallInput {
-  url: URL;
-  method: string;
-  headers: Record<string, string>;
-  body: Buffer | null;
+export interface CallInput<R> {
+  /** What each attempt does through its proxy (work.ts). */
+  work: Work<R>;
   timeoutS: number;
   sessionId?: string | undefined;
+  /** geo-targeted's preference. */
   country?: string | undefined;
+  /** A hard filter: only proxies of this country (the listeners). */
+  onlyCountry?: string | undefined;
   signal?: AbortSignal;
 }
 
-export interface CallResult {
-  response: UpstreamResponse;
+export interface CallResult<R> {
+  response: R;
   proxy: ProxyEntry;
   attempts: number;
 }
@@ -38,13 +40,11 @@ export interface CallResult {
 export interface ExecutorDeps {
   selector: Selector;
   breakers: BreakerRegistry;
-  dispatchers: DispatcherCache;
   retry: RetryPolicyHolder;
   monotonic: () => number;
   /** Wall clock, the breakers' time base (for Retry-After). */
   now: () => number;
   random: () => number;
-  maxResponseBytes: number;
   connectTimeoutMs: number;
   /** ROTA_HEDGE_DELAY_S in ms; 0 never asks a second proxy while the first may still answer. */
   hedgeDelayMs: number;
@@ -55,44 +55,33 @@ export interface ExecutorDeps {
   onError: (err: unknown) => void;
 }
 
-/** The request of an attempt that must end by `deadline` (the caller's signal is added by the caller). */
-function request(input: CallInput, deadline: number) {
-  return { url: input.url, method: input.method, headers: input.headers, body: input.body, deadline };
-}
-
 /** What every step of one call needs. */
-interface Call {
-  readonly input: CallInput;
+interface Call<R> {
+  readonly input: CallInput<R>;
   readonly policy: RetryPolicy;
   readonly deadline: number;
   readonly attempts: AttemptRecord[];
-  readonly inflight: InFlight<Settled>;
+  readonly inflight: InFlight<Settled<R>>;
   readonly replayable: boolean;
   /** The attempt whose answer the caller got, once there is one. */
-  winner: Run<Settled> | null;
+  winner: Run<Settled<R>> | null;
 }
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
 
-/**
- * Only read-only methods are hedged. An idempotent write (PUT, DELETE) may be replayed after a failure,
- * but a hedge sends it twice while the first copy still runs, and that copy, left to finish after the
- * caller has its answer, could land after the caller's next write.
- */
-const HEDGE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
-/** A proxy that has answered before and not failed since: it gets the whole deadline, and no hedge. */
-function isProven(entry: ProxyEntry): boolean {
-  return entry.stats.success > 0 && entry.consecutiveFailures === 0;
+function replayable(work: Work<unknown>, policy: RetryPolicy): boolean {
+  if (work.replay === 'always') return true;
+  if (work.replay === 'never') return false;
+  return SAFE_METHODS.has(work.method) || policy.retry_non_idempotent;
 }
 
 /** What one call has learned so far, across its attempts. */
-interface CallState {
+interface CallState<R> {
   readonly tried: Set<string>;
   readonly failed: FailedAttempt[];
   lastError: UpstreamError | null;
   /** The latest target answer and the index of its attempt record. */
-  answer: { result: CallResult; at: number } | null;
+  answer: { result: CallResult<R>; at: number } | null;
   /** The target failed or asked for a retry: wait before asking it again. */
   pause: boolean;
   /**
@@ -107,23 +96,26 @@ interface CallState {
  * better. When it turns out to be the answer the caller gets, its attempt is the call's `success`
  * (metrics/calls.ts), so that success-by-attempt and per-proxy successes agree with the caller's view.
  */
-function delivered(answer: CallResult, attempts: AttemptRecord[], at: number): CallResult {
+function delivered<R>(answer: CallResult<R>, attempts: AttemptRecord[], at: number): CallResult<R> {
   const rec = attempts[at];
   if (rec && rec.outcome !== 'success') attempts[at] = { ...rec, outcome: 'success' };
   return answer;
 }
 
 /**
- * One proxied call: pick a proxy, send, and on failure fail over to a different proxy under the retry
- * policy, all inside one deadline.
+ * One proxied call, whatever the door (POST request, an absolute-URI request or a tunnel of the
+ * listeners): pick a proxy, run the call's Work through it, and on failure fail over to a different
+ * proxy under the retry policy, all inside one deadline.
  *
- *   caller ──▶ Selector (strategy + breakers) ──▶ Permit ──▶ send() via the proxy's dispatcher ──▶ target
- *                 ▲                                                     │
- *                 └──────── failover: exclude tried, back off ◀─────────┘
+ *   caller ──▶ Selector (sessions + strategy + breakers) ──▶ Permit ──▶ Work.run via the proxy ──▶ target
+ *                 ▲                                                          │
+ *                 └────────── failover: exclude tried, back off ◀────────────┘
  *
  * Hedging: a GET, HEAD or OPTIONS call still waiting, after ROTA_HEDGE_DELAY_S, on a proxy that has
  * not proven itself also asks the next proxy, and takes the first answer. A proxy that accepts
  * connections and never answers then costs the caller the hedge delay, not its share of the deadline.
+ * An answer that does not reach the caller (overtaken, superseded, or its caller gone) is handed back
+ * to its Work to be freed.
  */
 export class Executor {
   private readonly d: ExecutorDeps;
@@ -131,17 +123,17 @@ export class Executor {
     this.d = deps;
   }
 
-  async execute(input: CallInput): Promise<CallResult> {
+  async execute<R>(input: CallInput<R>): Promise<CallResult<R>> {
     const started = this.d.monotonic();
     const policy = this.d.retry.get();
     const budgetMs = Math.min(input.timeoutS, policy.timeout ?? Number.POSITIVE_INFINITY) * 1000;
-    const c: Call = {
+    const c: Call<R> = {
       input,
       policy,
       deadline: started + budgetMs,
       attempts: [],
-      inflight: new InFlight<Settled>(),
-      replayable: SAFE_METHODS.has(input.method) || policy.retry_non_idempotent,
+      inflight: new InFlight<Settled<R>>(),
+      replayable: replayable(input.work as Work<unknown>, policy),
       winner: null,
     };
     try {
@@ -162,22 +154,26 @@ export class Executor {
    * so that a proxy that never answers still fails its attempts and opens its breaker; each is reported
    * on its own when it ends. Any other attempt still running is cancelled without blame.
    */
-  private report(c: Call, call: CallRecord): void {
+  private report<R>(c: Call<R>, call: CallRecord): void {
     const winner = c.winner;
     const delivered = winner ? { ...call, deliveredAttempt: winner.n } : call;
     if (c.inflight.size === 0) {
       this.d.onCall(delivered);
       return;
     }
+    const free = (s: Settled<R>) => {
+      if (s.result.type === 'response') c.input.work.discard(s.result.response);
+    };
     void c.inflight
-      .release(winner)
+      .release(winner, free)
       .then((behind) => {
         // The overtaken attempts add their records to c.attempts later: the call keeps what it had.
         this.d.onCall({ ...delivered, attempts: c.attempts.slice() });
         for (const r of behind) {
           void r.done
-            .then(({ recordAt }) => {
-              const late = c.attempts[recordAt];
+            .then((settled) => {
+              free(settled);
+              const late = c.attempts[settled.recordAt];
               if (late) this.d.onLateAttempt(late);
             })
             .catch(this.d.onError);
@@ -186,9 +182,9 @@ export class Executor {
       .catch(this.d.onError);
   }
 
-  private async loop(c: Call): Promise<CallResult> {
+  private async loop<R>(c: Call<R>): Promise<CallResult<R>> {
     const { input, inflight, attempts } = c;
-    const s: CallState = {
+    const s: CallState<R> = {
       tried: new Set(),
       failed: [],
       lastError: null,
@@ -208,7 +204,7 @@ export class Executor {
       }
       const callerGone = input.signal?.aborted === true;
       const { result, recordAt } = ev.value;
-      const next = this.afterAttempt(s, ev.run.entry, result, recordAt, c.replayable, callerGone);
+      const next = this.afterAttempt(c, s, ev.run.entry, result, recordAt, callerGone);
       if (next === 'done' && s.answer) {
         c.winner = ev.run;
         return s.answer.result;
@@ -226,7 +222,7 @@ export class Executor {
    * Picks a proxy and starts an attempt through it: `started`, `again` (lost a half-open trial slot to a
    * concurrent call: not an attempt, pick again) or `none` (no attempt is worth starting now).
    */
-  private async startAttempt(c: Call, s: CallState): Promise<'started' | 'again' | 'none'> {
+  private async startAttempt<R>(c: Call<R>, s: CallState<R>): Promise<'started' | 'again' | 'none'> {
     const { attempts, inflight, policy, deadline } = c;
     if (attempts.length + inflight.size >= policy.max_attempts) return 'none';
     // A target answer in hand beats a timeout error: past the deadline the caller gets that answer.
@@ -236,13 +232,9 @@ export class Executor {
     }
     if (s.pause) {
       if (inflight.size > 0) return 'none';
-      if (!(await this.waitBeforeRetry(s, c.input, policy, deadline, attempts.length + 1))) return 'none';
+      if (!(await this.waitBeforeRetry(c, s, attempts.length + 1))) return 'none';
     }
-    const entry = this.d.selector.pick({
-      exclude: s.tried,
-      sessionId: c.input.sessionId,
-      country: c.input.country,
-    });
+    const entry = this.d.selector.pick(this.selection(c, s));
     if (!entry) {
       if (s.tried.size === 0) throw this.poolEmpty();
       return 'none';
@@ -255,27 +247,40 @@ export class Executor {
     return 'started';
   }
 
+  private selection<R>(c: Call<R>, s: CallState<R>) {
+    const { sessionId, country, onlyCountry } = c.input;
+    return { exclude: s.tried, sessionId, country, onlyCountry };
+  }
+
   /** Starts attempt `n` through `entry`, cancellable on its own when it may run beside another. */
-  private launch(c: Call, entry: ProxyEntry, permit: Permit, n: number): void {
+  private launch<R>(c: Call<R>, entry: ProxyEntry, permit: Permit, n: number): void {
     const { input, policy, deadline } = c;
+    const now = this.d.monotonic();
     const slice = c.replayable
-      ? this.attemptDeadline(entry, deadline, policy.max_attempts - n + 1)
+      ? attemptDeadline(entry, deadline, policy.max_attempts - n + 1, now, this.d.connectTimeoutMs)
       : deadline;
-    const startedAt = this.d.monotonic();
-    const hedgeAt = this.hedgeTime(c, entry, n, slice, startedAt);
-    const attempt = (extra: { signal?: AbortSignal; onResponseStart?: () => void }) =>
+    const hedge = {
+      method: input.work.method,
+      sessionId: input.sessionId,
+      maxAttempts: policy.max_attempts,
+      delayMs: this.d.hedgeDelayMs,
+    };
+    const hedgeAt = hedgeTime(hedge, entry, n, slice, now);
+    const attempt = (extra: { signal?: AbortSignal | undefined; onResponseStart?: () => void }) =>
       runAttempt(this.d, {
         entry,
         permit,
         n,
-        request: { ...request(input, slice), ...extra },
+        work: input.work,
+        deadline: slice,
         retryStatusCodes: policy.retry_status_codes,
         attempts: c.attempts,
+        ...extra,
       });
     if (hedgeAt === null && c.inflight.size === 0) {
       // The common case: one attempt at a time, nothing to cancel it but the caller.
-      const done = attempt(input.signal ? { signal: input.signal } : {});
-      c.inflight.add({ entry, n, startedAt, done, hedgeAt, stalled: false, cancel: null, detach: null });
+      const done = attempt({ signal: input.signal });
+      c.inflight.add({ entry, n, startedAt: now, done, hedgeAt, stalled: false, cancel: null, detach: null });
       return;
     }
     // It may run beside another attempt, or outlive the call: its own signal, which the caller's going
@@ -288,45 +293,32 @@ export class Executor {
     const cancel = () => own.abort();
     // Once the target's answer has started, the proxy works: no hedge for a body still arriving. (The
     // answer cannot start before `run` is set: dispatching never calls back synchronously.)
-    let run: Run<Settled> | undefined;
+    let run: Run<Settled<R>> | undefined;
     const onResponseStart = () => {
       if (run) run.hedgeAt = null;
     };
     const done = attempt({ signal: own.signal, onResponseStart });
     void done.then(detach);
-    run = { entry, n, startedAt, done, hedgeAt, stalled: false, cancel, detach };
+    run = { entry, n, startedAt: now, done, hedgeAt, stalled: false, cancel, detach };
     c.inflight.add(run);
   }
 
-  /**
-   * When the call may ask another proxy too, if this attempt has not answered by then. Only a GET, HEAD
-   * or OPTIONS call (HEDGE_METHODS), only through a proxy that has not proven itself (a proven one gets
-   * the whole deadline: a slow target must not be answered twice), only while another attempt may
-   * follow, and only before the attempt's own share of the deadline ends (then it fails over anyway).
-   * Never for a call with a `session_id`: a sticky session keeps its proxy until that proxy fails, and
-   * a hedge would re-pin it.
-   */
-  private hedgeTime(c: Call, entry: ProxyEntry, n: number, slice: number, now: number): number | null {
-    const delay = this.d.hedgeDelayMs;
-    if (!HEDGE_METHODS.has(c.input.method) || delay <= 0 || n >= c.policy.max_attempts) return null;
-    if (isProven(entry) || c.input.sessionId) return null;
-    return now + delay < slice ? now + delay : null;
-  }
-
   /** Learns from one attempt: `done` (answer the caller), `stop` (no further attempt) or `next`. */
-  private afterAttempt(
-    s: CallState,
+  private afterAttempt<R>(
+    c: Call<R>,
+    s: CallState<R>,
     entry: ProxyEntry,
-    result: AttemptResult,
+    result: AttemptResult<R>,
     recordAt: number,
-    replayable: boolean,
     callerGone: boolean,
   ): 'done' | 'stop' | 'next' {
     if (result.type === 'response') {
+      // A retryable answer kept so far is superseded by this one: free it.
+      if (s.answer) c.input.work.discard(s.answer.result.response);
       s.answer = { result: { response: result.response, proxy: entry, attempts: s.made }, at: recordAt };
       if (!result.retryable) return 'done';
       s.pause = true;
-      return replayable ? 'next' : 'stop';
+      return c.replayable ? 'next' : 'stop';
     }
     const err = result.error;
     s.lastError = err;
@@ -340,7 +332,7 @@ export class Executor {
       err.kind === 'target_forbidden'
     )
       return 'stop';
-    if (err.mayHaveReachedTarget && !replayable) throw unsafeToRetryError(err, s.failed);
+    if (err.mayHaveReachedTarget && !c.replayable) throw unsafeToRetryError(err, s.failed);
     // A proxy fault is left at once: the next proxy is a different resource, there is nothing to back
     // off from. Only a target-side failure (it may be overloaded) waits before asking again.
     s.pause = !err.proxyFault && err.kind !== 'queue_timeout';
@@ -352,41 +344,21 @@ export class Executor {
    * last proxy), and before the pick, so that what is picked is still in the pool once it is over.
    * False when no further attempt is worth making: no proxy left, no time left, or the caller gone.
    */
-  private async waitBeforeRetry(
-    s: CallState,
-    input: CallInput,
-    policy: RetryPolicy,
-    deadline: number,
-    nextAttempt: number,
-  ): Promise<boolean> {
+  private async waitBeforeRetry<R>(c: Call<R>, s: CallState<R>, nextAttempt: number): Promise<boolean> {
     s.pause = false;
-    if (!this.d.selector.hasCandidate(s.tried)) return false;
-    const ms = backoffSeconds(policy, nextAttempt, this.d.random) * 1000;
+    if (!this.d.selector.hasCandidate(this.selection(c, s))) return false;
+    const ms = backoffSeconds(c.policy, nextAttempt, this.d.random) * 1000;
     // A wait that reaches the deadline leaves no time to ask again: the caller is better served now.
-    if (ms >= deadline - this.d.monotonic()) return false;
+    if (ms >= c.deadline - this.d.monotonic()) return false;
     if (ms > 0) {
       try {
-        await sleep(ms, undefined, input.signal ? { signal: input.signal } : undefined);
+        const signal = c.input.signal;
+        await sleep(ms, undefined, signal ? { signal } : undefined);
       } catch {
         return false; // the caller went away during the wait
       }
     }
     return true;
-  }
-
-  /**
-   * A proxy that accepts the connection and never answers looks, in absolute-URI form, exactly like a slow
-   * target: only time tells them apart. So that such a proxy cannot eat the whole deadline, an attempt
-   * through a proxy that has not proven itself (no success yet, or failing lately) gets an equal share of
-   * what is left (never less than two connect timeouts) when it can still fail over. A proven proxy gets
-   * the whole deadline: a slow target must not be cut short and blamed on a proxy that works.
-   */
-  private attemptDeadline(entry: ProxyEntry, deadline: number, attemptsLeft: number): number {
-    if (attemptsLeft <= 1 || isProven(entry)) return deadline;
-    const now = this.d.monotonic();
-    const left = deadline - now;
-    const share = Math.max(left / attemptsLeft, 2 * this.d.connectTimeoutMs);
-    return Math.min(deadline, now + share);
   }
 
   private poolEmpty(): ApiError {

@@ -100,16 +100,17 @@ export class InFlight<T> {
    * Ends the call's hold on what is still running: attempts that started before `winner` (they were
    * overtaken) are left to finish in the background and returned; every other one is cancelled and
    * awaited (a cancelled attempt settles within microtasks), so that its bookkeeping is
-   * done before the call is reported.
+   * done before the call is reported. A cancelled attempt that had an answer all the same hands it to
+   * `free` (a streamed body or a tunnel must not be left open).
    */
-  async release(winner: Run<T> | null): Promise<Run<T>[]> {
+  async release(winner: Run<T> | null, free: (value: T) => void = () => {}): Promise<Run<T>[]> {
     const runs = [...this.#runs];
     this.#runs.clear();
     const behind = runs.filter((r) => winner !== null && r.startedAt < winner.startedAt);
     for (const r of behind) r.detach?.();
     const cancelled = runs.filter((r) => !behind.includes(r) && r.cancel !== null);
     for (const r of cancelled) r.cancel?.();
-    await Promise.all(cancelled.map((r) => r.done));
+    await Promise.all(cancelled.map((r) => r.done.then(free)));
     // One that cannot be cancelled never runs beside another (executor.ts), so none is missed here.
     return behind;
   }

@@ -3,11 +3,20 @@ import type { StrategyName } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import type { Pool, ProxyEntry } from '../pool/pool.ts';
 import { createStrategy } from '../rotation/index.ts';
+import { SessionTable } from '../rotation/sessions.ts';
 import type { AttemptOutcome, Candidates, SelectionRequest, Strategy } from '../rotation/types.ts';
 
 /**
- * Joins the pool, the breakers and the configured strategy. The strategy is swapped as soon as
- * `PUT config` changes it; the new one is told about every member once, at the switch.
+ * Joins the pool, the breakers, the session table and the configured strategy. The strategy is swapped
+ * as soon as `PUT config` changes it; the new one is told about every member once, at the switch.
+ *
+ *   pick(req) ──▶ session pinned and eligible? ──yes──▶ that proxy
+ *                          │ no (or no session)
+ *                          ▼
+ *                 strategy.select(eligible members) ──▶ pinned for the session, if any
+ *
+ * Every rule about who may serve (breaker, exclusions) is one predicate, `eligible`: the session table
+ * and the strategies only ever see it, never re-implement it.
  */
 export class Selector {
   private strategy: Strategy;
@@ -16,6 +25,7 @@ export class Selector {
   private readonly breakers: BreakerRegistry;
   private readonly settings: RuntimeSettings;
   private readonly deps: { random: () => number; now: () => number };
+  private readonly sessions: SessionTable;
 
   constructor(
     pool: Pool,
@@ -27,6 +37,7 @@ export class Selector {
     this.breakers = breakers;
     this.settings = settings;
     this.deps = deps;
+    this.sessions = new SessionTable({ now: deps.now });
     this.strategy = this.build(settings.get().rotation_strategy);
   }
 
@@ -46,27 +57,45 @@ export class Selector {
     return this.lastRotationAt;
   }
 
-  /** Whether a pick excluding `exclude` could return a member now, without advancing any strategy. */
-  hasCandidate(exclude: ReadonlySet<string>): boolean {
-    for (const e of this.pool.all()) {
-      if (!exclude.has(e.record.id) && this.breakers.isAdmissible(e.record.id)) return true;
-    }
+  /** Whether a pick for `req` could return a member now, without advancing any strategy. */
+  hasCandidate(req: SelectionRequest): boolean {
+    const eligible = this.eligibility(req);
+    for (const e of this.pool.all()) if (eligible(e)) return true;
     return false;
   }
 
-  pick(req: SelectionRequest): ProxyEntry | null {
-    const exclude = req.exclude;
+  /** The one predicate of who may serve `req` now. */
+  private eligibility(req: SelectionRequest): (e: ProxyEntry) => boolean {
+    const { exclude, onlyCountry } = req;
     const breakers = this.breakers;
-    const candidates: Candidates = {
-      members: this.pool.all(),
-      eligible: (e) => !exclude?.has(e.record.id) && breakers.isAdmissible(e.record.id),
-    };
-    const chosen = this.current().select(candidates, req);
+    if (onlyCountry !== undefined) {
+      return (e) =>
+        e.record.country === onlyCountry && !exclude?.has(e.record.id) && breakers.isAdmissible(e.record.id);
+    }
+    return (e) => !exclude?.has(e.record.id) && breakers.isAdmissible(e.record.id);
+  }
+
+  pick(req: SelectionRequest): ProxyEntry | null {
+    const candidates: Candidates = { members: this.pool.all(), eligible: this.eligibility(req) };
+    const strategy = this.current();
+    const id = req.sessionId;
+    const chosen =
+      id === undefined || id === ''
+        ? strategy.select(candidates, req)
+        : this.sessions.select(id, candidates.eligible, (ok) =>
+            strategy.select({ members: candidates.members, eligible: ok }, { country: req.country }),
+          );
     if (chosen) this.lastRotationAt = this.deps.now();
     return chosen;
   }
 
+  /** Sessions pinned now (idle ones are dropped lazily). */
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
   record(e: ProxyEntry, outcome: AttemptOutcome): void {
+    this.sessions.record(e, outcome);
     this.strategy.record?.(e, outcome);
   }
 
@@ -80,6 +109,7 @@ export class Selector {
   }
 
   removed(e: ProxyEntry): void {
+    this.sessions.removed(e);
     this.strategy.removed?.(e);
   }
 }

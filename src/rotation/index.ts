@@ -11,9 +11,9 @@ import { WeightedStrategy } from './weighted.ts';
 export interface StrategyDeps {
   /** Uniform in [0, 1); injected so that tests are reproducible. */
   readonly random: () => number;
-  /** Milliseconds; session-persistence TTLs. */
+  /** Milliseconds. */
   readonly now: () => number;
-  /** session-persistence idle TTL; default DEFAULT_SESSION_TTL_MS (10 minutes). */
+  /** Session idle TTL (sessions.ts); strategies themselves no longer pin sessions. */
   readonly sessionTtlMs?: number | undefined;
 }
 
@@ -34,7 +34,7 @@ export function createStrategy(name: StrategyName, deps: StrategyDeps): Strategy
     case 'performance-based':
       return new PerformanceBasedStrategy(deps.random);
     case 'session-persistence':
-      return new SessionPersistenceStrategy({ now: deps.now, sessionTtlMs: deps.sessionTtlMs });
+      return new SessionPersistenceStrategy();
     case 'geo-targeted':
       return new GeoTargetedStrategy();
     default: {

@@ -5,7 +5,8 @@ import type { ProxyEntry } from '../pool/pool.ts';
 import { GeoTargetedStrategy } from './geo-targeted.ts';
 import { LeastUsedStrategy } from './least-used.ts';
 import { RoundRobinStrategy } from './round-robin.ts';
-import { SessionPersistenceStrategy } from './session-persistence.ts';
+import { SessionTable } from './sessions.ts';
+import { RoundRobinCursor } from './shared.ts';
 import { candidates, makeEntry } from './test-support.ts';
 
 const ids = (es: readonly (ProxyEntry | null)[]) => es.map((e) => e?.record.id ?? null);
@@ -111,11 +112,35 @@ describe('least-used strategy', () => {
   });
 });
 
-describe('session-persistence strategy', () => {
+/** The session table in front of a round-robin strategy, as the Selector puts it in front of any. */
+class SessionHarness {
+  readonly table: SessionTable;
+  private readonly cursor = new RoundRobinCursor();
+  constructor(now: () => number, ttl: number) {
+    this.table = new SessionTable({ now, sessionTtlMs: ttl });
+  }
+  get sessionCount(): number {
+    return this.table.size;
+  }
+  select(c: ReturnType<typeof candidates>, req: { sessionId?: string; exclude?: Set<string> }) {
+    const ex = req.exclude;
+    const ok = (e: ProxyEntry) => !ex?.has(e.record.id) && c.eligible(e);
+    if (req.sessionId === undefined) return this.cursor.next(c.members, ok);
+    return this.table.select(req.sessionId, ok, (usable) => this.cursor.next(c.members, usable));
+  }
+  record(e: ProxyEntry, outcome: { ok: boolean; proxyFault: boolean; latencyMs: number }): void {
+    this.table.record(e, outcome);
+  }
+  removed(e: ProxyEntry): void {
+    this.table.removed(e);
+  }
+}
+
+describe('session table', () => {
   function setup(n = 4, ttl = 1000) {
     const clock = { t: 0 };
     const members = Array.from({ length: n }, (_, i) => makeEntry(`p${i}`));
-    const s = new SessionPersistenceStrategy({ now: () => clock.t, sessionTtlMs: ttl });
+    const s = new SessionHarness(() => clock.t, ttl);
     return { clock, members, s };
   }
 

@@ -5,10 +5,12 @@ import type { ProxyEntry } from '../pool/pool.ts';
 export interface SelectionRequest {
   /** Proxy ids already tried by this call: never returned (null when every eligible one is excluded). */
   readonly exclude?: ReadonlySet<string>;
-  /** session-persistence: the sticky key. */
+  /** The sticky key: the Selector's session table pins it, under every strategy (sessions.ts). */
   readonly sessionId?: string | undefined;
-  /** geo-targeted: ISO 3166 alpha-2, upper case. */
+  /** geo-targeted: ISO 3166 alpha-2, upper case (a preference of that strategy). */
   readonly country?: string | undefined;
+  /** A hard filter (the listeners' `country`): only members of this country are eligible. */
+  readonly onlyCountry?: string | undefined;
 }
 
 /** The outcome of an attempt through a proxy, as strategies learn from it. */

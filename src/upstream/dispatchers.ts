@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
+import type net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Dispatcher } from 'undici';
 import type { ProxyRecord } from '../pool/types.ts';
 import type { DialerOptions } from './dial.ts';
 import { createHttpProxyDispatcher } from './http-proxy.ts';
 import { createSocksDispatcher } from './socks.ts';
+import { openTunnel, type TunnelTarget } from './tunnel.ts';
 import type { UpstreamTlsOptions } from './types.ts';
 
 export interface DispatcherCacheOptions {
@@ -82,6 +84,11 @@ export class DispatcherCache {
     const dispatcher = createDispatcher(record, this.#dialer);
     this.#entries.set(record.id, { record, fingerprint: fp, dispatcher });
     return dispatcher;
+  }
+
+  /** A raw tunnel to `target` through the proxy of `record` (the listeners' CONNECT and SOCKS5). */
+  tunnel(record: ProxyRecord, target: TunnelTarget, signal: AbortSignal): Promise<net.Socket> {
+    return openTunnel(record, target, this.#dialer, signal);
   }
 
   /** Called when a proxy is deleted: idle sockets close now, in-flight requests get a short grace. */

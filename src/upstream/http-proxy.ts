@@ -96,9 +96,10 @@ function readConnectHead(socket: Duplex, signal: AbortSignal): Promise<number> {
   });
 }
 
-async function openTunnel(
+/** Asks the proxy on `socket` for a tunnel to `target`; resolves once it answered 2xx. */
+export async function requestTunnel(
   socket: Duplex,
-  target: TargetAddress,
+  target: Pick<TargetAddress, 'hostname' | 'port'>,
   auth: string | null,
   signal: AbortSignal,
 ): Promise<void> {
@@ -113,7 +114,8 @@ async function openTunnel(
   }
 }
 
-async function dialProxy(record: ProxyRecord, opts: DialerOptions, signal: AbortSignal) {
+/** TCP (or TCP + TLS for https://) to the proxy itself. */
+export async function dialProxy(record: ProxyRecord, opts: DialerOptions, signal: AbortSignal) {
   try {
     if (record.protocol === 'https') return await connectTls(record.host, record.port, opts.tls, signal);
     return await connectTcp(record.host, record.port, signal);
@@ -234,7 +236,7 @@ export function createHttpProxyDispatcher(record: ProxyRecord, opts: DialerOptio
       const socket = await dialProxy(record, opts, budget.signal);
       // The forward origin below is always http:, so "http:" here means absolute-URI traffic.
       if (target.protocol === 'http:') return socket;
-      await openTunnel(socket, target, auth, budget.signal);
+      await requestTunnel(socket, target, auth, budget.signal);
       budget.done();
       return await targetTls(socket, target, opts.tls, opts.connectTimeoutMs);
     } finally {

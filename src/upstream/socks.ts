@@ -22,7 +22,7 @@ import { classifySocksError, safeCause } from './classify.ts';
 import { type DialerOptions, makeAgent, type TargetAddress, targetTls, toConnector } from './dial.ts';
 import { UpstreamError } from './types.ts';
 
-type SocksProtocol = 'socks4' | 'socks4a' | 'socks5' | 'socks5h';
+export type SocksProtocol = 'socks4' | 'socks4a' | 'socks5' | 'socks5h';
 
 function resolvesLocally(p: SocksProtocol): boolean {
   return p === 'socks4' || p === 'socks5';
@@ -79,10 +79,11 @@ function socksProxy(record: ProxyRecord, protocol: SocksProtocol): SocksProxy {
   return proxy;
 }
 
-async function openSocks(
+/** A socket connected to `target` through the SOCKS proxy of `record` (handshake bounded by `timeoutMs`). */
+export async function openSocks(
   record: ProxyRecord,
   protocol: SocksProtocol,
-  target: TargetAddress,
+  target: Pick<TargetAddress, 'hostname' | 'port'>,
   timeoutMs: number,
   checkAddress?: (ip: string) => string | null,
 ) {

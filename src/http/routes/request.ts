@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { poolEmptyError } from '../../outbound/call-error.ts';
+import { bufferedWork } from '../../outbound/works.ts';
 import { proxyView } from '../../pool/view.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
@@ -110,13 +111,16 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           });
         }
         const t0 = performance.now();
-        const r = await executor.execute({
+        const target = {
           // The guard's normalised URL: the one it checked is the one that goes out (no second parse
           // when it is the same, which it is but for tricks the guard normalised away).
           url: verdict.url === url.href ? url : new URL(verdict.url),
           method: b.method,
           headers: b.headers,
           body,
+        };
+        const r = await executor.execute({
+          work: bufferedWork(services.dispatchers, target, services.config.maxResponseBytes),
           timeoutS: b.timeout ?? services.settings.get().timeout,
           sessionId: b.session_id,
           country: b.country?.toUpperCase(),

@@ -1,0 +1,95 @@
+import type { Duplex } from 'node:stream';
+import type { DispatcherCache } from '../upstream/dispatchers.ts';
+import { send } from '../upstream/send.ts';
+import { type StreamedRequest, type StreamedResponse, stream } from '../upstream/stream.ts';
+import type { TunnelTarget } from '../upstream/tunnel.ts';
+import { UpstreamError, type UpstreamResponse } from '../upstream/types.ts';
+import type { Work } from './work.ts';
+
+/**
+ * The three kinds of attempt (work.ts), each a thin adapter from the engine to one upstream primitive.
+ */
+
+export interface BufferedRequest {
+  readonly url: URL;
+  readonly method: string;
+  readonly headers: Record<string, string>;
+  readonly body: Buffer | null;
+}
+
+/** `POST request`: the whole answer in memory, capped at ROTA_MAX_RESPONSE_BYTES. */
+export function bufferedWork(
+  dispatchers: DispatcherCache,
+  req: BufferedRequest,
+  maxResponseBytes: number,
+): Work<UpstreamResponse> {
+  return {
+    method: req.method,
+    replay: 'by-method',
+    run: (a) =>
+      send(dispatchers.get(a.entry.record), {
+        ...req,
+        deadline: a.deadline,
+        maxResponseBytes,
+        signal: a.signal,
+        onResponseStart: a.onResponseStart,
+      }),
+    status: (r) => r.statusCode,
+    discard: () => {},
+  };
+}
+
+/**
+ * The listener's absolute-URI request: the answer's head by the deadline, its body streamed on. A
+ * request whose body streams from the client cannot be sent twice once any of it left (`never`).
+ */
+export function streamedWork(
+  dispatchers: DispatcherCache,
+  req: Omit<StreamedRequest, 'deadline' | 'signal' | 'onResponseStart'>,
+  hasBody: boolean,
+): Work<StreamedResponse> {
+  return {
+    method: req.method,
+    replay: hasBody ? 'never' : 'by-method',
+    run: (a) =>
+      stream(dispatchers.get(a.entry.record), {
+        ...req,
+        deadline: a.deadline,
+        signal: a.signal,
+        onResponseStart: a.onResponseStart,
+      }),
+    status: (r) => r.statusCode,
+    discard: (r) => r.body.destroy(),
+  };
+}
+
+/**
+ * A CONNECT or SOCKS5 tunnel: a socket connected to the target through the proxy. The attempt's deadline
+ * passing is a `timeout` (the proxy did not get through in time: its fault); the caller leaving is
+ * `aborted` (nobody's).
+ */
+export function tunnelWork(dispatchers: DispatcherCache, target: TunnelTarget): Work<Duplex> {
+  return {
+    method: 'CONNECT',
+    replay: 'always',
+    run: async (a) => {
+      const ctl = new AbortController();
+      const late = new UpstreamError('timeout', 'deadline reached before the tunnel was open', {
+        mayHaveReachedTarget: false,
+      });
+      const timer = setTimeout(() => ctl.abort(late), Math.max(0, a.deadline - performance.now()));
+      const gone = () =>
+        ctl.abort(new UpstreamError('aborted', 'the caller left', { mayHaveReachedTarget: false }));
+      if (a.signal?.aborted) gone();
+      else a.signal?.addEventListener('abort', gone, { once: true });
+      try {
+        return await dispatchers.tunnel(a.entry.record, target, ctl.signal);
+      } finally {
+        clearTimeout(timer);
+        a.signal?.removeEventListener('abort', gone);
+      }
+    },
+    status: () => null,
+    discard: (socket) => socket.destroy(),
+  };
+}

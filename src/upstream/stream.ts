@@ -1,0 +1,236 @@
+/*
+ * One streamed request through one proxy's dispatcher, for the HTTP listener's absolute-URI door.
+ *
+ *   client ──body──▶ LazyBody ──▶ undici dispatcher of the proxy ──▶ proxy ──▶ target
+ *   client ◀──body── StreamedResponse.body (a Readable: pause/resume reach the proxy connection)
+ *
+ * Unlike send() (send.ts) nothing is buffered whole and nothing is capped: the promise settles as soon
+ * as the answer's head is in, and the body flows on with backpressure both ways. The deadline covers
+ * the head only; a body that stalls for `idleTimeoutMs` is cut.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { type AttemptPhase, classifySendError } from './classify.ts';
+import { UpstreamError } from './types.ts';
+
+export interface StreamedRequest {
+  readonly url: URL;
+  readonly method: string;
+  /** Already free of hop-by-hop and proxy headers (the listener filters them). */
+  readonly headers: Record<string, string | string[]>;
+  /** The client's request body, read only when the proxy connection takes it; null: none. */
+  readonly body: Readable | null;
+  /** Monotonic ms by which the answer's head is due. */
+  readonly deadline: number;
+  /** A body silent for this long (either way) is cut. */
+  readonly idleTimeoutMs: number;
+  readonly signal?: AbortSignal | undefined;
+  readonly onResponseStart?: (() => void) | undefined;
+}
+
+export interface StreamedResponse {
+  readonly statusCode: number;
+  readonly headers: Record<string, string | string[]>;
+  /** Destroying it aborts the upstream request. */
+  readonly body: Readable;
+}
+
+/**
+ * A per-attempt view of the client's body. undici destroys a body it could not send; this wrapper takes
+ * that, not the client's stream, so a failover attempt can still read it when nothing was read yet.
+ */
+class LazyBody extends Readable {
+  started = false;
+  readonly #src: Readable;
+  #attached = false;
+  readonly #onData = (chunk: Buffer) => {
+    this.started = true;
+    if (!this.push(chunk)) this.#src.pause();
+  };
+  readonly #onEnd = () => this.push(null);
+  readonly #onError = (err: Error) => this.destroy(err);
+
+  constructor(src: Readable) {
+    super();
+    this.#src = src;
+  }
+
+  override _read(): void {
+    if (!this.#attached) {
+      this.#attached = true;
+      this.#src.on('data', this.#onData);
+      this.#src.once('end', this.#onEnd);
+      this.#src.once('error', this.#onError);
+    }
+    this.#src.resume();
+  }
+
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    this.#src.off('data', this.#onData);
+    this.#src.off('end', this.#onEnd);
+    this.#src.off('error', this.#onError);
+    this.#src.pause();
+    cb(err);
+  }
+}
+
+function headersOf(h: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+/** The answer's body: reading resumes the proxy connection, destroying aborts the request. */
+class ResponseBody extends Readable {
+  #controller: Dispatcher.DispatchController;
+  ended = false;
+  constructor(controller: Dispatcher.DispatchController) {
+    super();
+    this.#controller = controller;
+  }
+  override _read(): void {
+    if (this.#controller.paused) this.#controller.resume();
+  }
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    if (!this.ended && !this.#controller.aborted) {
+      this.#controller.abort(
+        err ?? new UpstreamError('aborted', 'the answer was abandoned', { mayHaveReachedTarget: true }),
+      );
+    }
+    cb(err);
+  }
+}
+
+function deadlineError(phase: AttemptPhase): UpstreamError {
+  if (phase === 'queued') {
+    return new UpstreamError('queue_timeout', 'deadline reached before the request could be sent', {
+      mayHaveReachedTarget: false,
+    });
+  }
+  return new UpstreamError('timeout', 'deadline reached before the target answered', {
+    mayHaveReachedTarget: true,
+  });
+}
+
+/** Settles once with the head (or an error); after that, errors end the body stream. */
+class StreamAttempt implements Dispatcher.DispatchHandler {
+  phase: AttemptPhase = 'queued';
+  #controller: Dispatcher.DispatchController | null = null;
+  #body: ResponseBody | null = null;
+  #failure: UpstreamError | null = null;
+  readonly #lazy: LazyBody | null;
+  readonly #resolve: (r: StreamedResponse) => void;
+  readonly #reject: (e: UpstreamError) => void;
+  onStart: (() => void) | undefined;
+
+  constructor(
+    lazy: LazyBody | null,
+    resolve: (r: StreamedResponse) => void,
+    reject: (e: UpstreamError) => void,
+  ) {
+    this.#lazy = lazy;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  get settled(): boolean {
+    return this.#body !== null || this.#failure !== null;
+  }
+
+  /** Fails before the head came; a body already read from the client cannot be sent again. */
+  fail(err: UpstreamError): void {
+    if (this.settled) return;
+    const e =
+      this.#lazy?.started && !err.mayHaveReachedTarget
+        ? new UpstreamError(err.kind, err.message, { mayHaveReachedTarget: true, cause: err.cause })
+        : err;
+    this.#failure = e;
+    this.#lazy?.destroy();
+    this.#reject(e);
+    if (this.#controller && !this.#controller.aborted) this.#controller.abort(e);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#failure) controller.abort(this.#failure);
+    else this.phase = 'sent';
+  }
+
+  onResponseStart(c: Dispatcher.DispatchController, status: number, headers: IncomingHttpHeaders): void {
+    if (this.settled) return;
+    this.phase = 'receiving';
+    this.onStart?.();
+    const body = new ResponseBody(c);
+    this.#body = body;
+    this.#resolve({ statusCode: status, headers: headersOf(headers), body });
+  }
+
+  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#body && !this.#body.push(chunk)) c.pause();
+  }
+
+  onResponseEnd(): void {
+    if (!this.#body) return;
+    this.#body.ended = true;
+    this.#body.push(null);
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController | null, err: Error): void {
+    if (this.#body) {
+      this.#body.ended = true;
+      this.#body.destroy(classifySendError(err, 'receiving'));
+      return;
+    }
+    this.fail(classifySendError(err, this.phase));
+  }
+}
+
+export function stream(dispatcher: Dispatcher, req: StreamedRequest): Promise<StreamedResponse> {
+  const remaining = req.deadline - performance.now();
+  if (remaining <= 0) return Promise.reject(deadlineError('queued'));
+  if (req.signal?.aborted) {
+    return Promise.reject(new UpstreamError('aborted', 'the caller left', { mayHaveReachedTarget: false }));
+  }
+  const lazy = req.body ? new LazyBody(req.body) : null;
+  return new Promise<StreamedResponse>((resolve, reject) => {
+    const onAbort = () =>
+      attempt.fail(
+        new UpstreamError('aborted', 'the caller left', { mayHaveReachedTarget: attempt.phase !== 'queued' }),
+      );
+    const timer = setTimeout(() => attempt.fail(deadlineError(attempt.phase)), remaining);
+    const done = () => {
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', onAbort);
+    };
+    const attempt = new StreamAttempt(
+      lazy,
+      (r) => {
+        done();
+        resolve(r);
+      },
+      (e) => {
+        done();
+        reject(e);
+      },
+    );
+    attempt.onStart = req.onResponseStart;
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      dispatcher.dispatch(
+        {
+          origin: req.url.origin,
+          path: `${req.url.pathname}${req.url.search}`,
+          method: req.method,
+          headers: req.headers,
+          body: lazy,
+          headersTimeout: Math.ceil(remaining) + 1_000,
+          bodyTimeout: req.idleTimeoutMs,
+        },
+        attempt,
+      );
+    } catch (err) {
+      attempt.fail(classifySendError(err, 'queued'));
+    }
+  });
+}
