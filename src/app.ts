@@ -92,6 +92,7 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     config,
     settings: services.settings,
     onRejected: (ep) => services.prom.rateLimited(ep),
+    counter: services.rateCounter,
   });
   registerAuthGate(app, config, services.audit);
 

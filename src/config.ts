@@ -59,6 +59,12 @@ export interface Config {
   readonly metricsRetentionHours: number;
   readonly redisUrl: string | null;
   readonly databaseUrl: string | null;
+  /** The HTTP forward-proxy listener's port; 0: off. */
+  readonly proxyPort: number;
+  /** The SOCKS5 listener's port; 0: off. */
+  readonly socksPort: number;
+  /** A tunnel or streamed body with no byte either way for this long is closed. */
+  readonly tunnelIdleTimeoutS: number;
 }
 
 /** Thrown with every problem found, one line each, so that an operator fixes them all in one go. */
@@ -198,6 +204,12 @@ function crossChecks(r: Reader, c: Config): void {
       'ROTA_CORS_ORIGINS: the wildcard "*" cannot be combined with ROTA_CORS_ALLOW_CREDENTIALS=true',
     );
   }
+  const ports = [c.port, c.proxyPort, c.socksPort].filter((p) => p !== 0);
+  if (new Set(ports).size !== ports.length) {
+    r.problems.push(
+      'ROTA_PROXY_PORT, ROTA_SOCKS_PORT: each listener needs a port of its own (ROTA_PORT too)',
+    );
+  }
   if (c.workers > 1 && !c.redisUrl) {
     r.problems.push('ROTA_WORKERS: more than 1 worker needs shared state (ROTA_REDIS_URL), not built yet');
   } else if (c.workers > 1) {
@@ -253,6 +265,9 @@ export function loadConfig(env: Env = process.env): Config {
     metricsRetentionHours: r.int('ROTA_METRICS_RETENTION_HOURS', 24, 1, 720),
     redisUrl: r.optStr('ROTA_REDIS_URL'),
     databaseUrl: r.optStr('ROTA_DATABASE_URL'),
+    proxyPort: r.int('ROTA_PROXY_PORT', 8080, 0, 65535),
+    socksPort: r.int('ROTA_SOCKS_PORT', 1080, 0, 65535),
+    tunnelIdleTimeoutS: r.int('ROTA_TUNNEL_IDLE_TIMEOUT_S', 300, 1, 86_400),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     r.problems.push(

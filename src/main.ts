@@ -65,7 +65,8 @@ async function main(): Promise<void> {
     }, 15_000);
     force.unref();
     try {
-      await app.close();
+      // The API and the listeners stop accepting together; open tunnels get up to 10 s (services.close).
+      await Promise.all([app.close(), services.listeners.close()]);
       await services.close();
     } finally {
       logger.flush();
@@ -76,6 +77,15 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 
   await app.listen({ host: config.host, port: config.port });
+  try {
+    await services.listeners.start();
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    process.stderr.write(
+      `LISTENER_ERROR cannot listen on ROTA_PROXY_PORT ${config.proxyPort} / ROTA_SOCKS_PORT ${config.socksPort}: ${String(code ?? err)}\n`,
+    );
+    process.exit(2);
+  }
   if (!config.requireAuth && !isLoopback(config.host)) {
     logger.warn(
       { host: config.host },

@@ -4,8 +4,10 @@ import { BreakerRegistry } from './breaker/registry.ts';
 import type { BreakerStateName } from './breaker/types.ts';
 import type { Config } from './config.ts';
 import { RuntimeSettings } from './control/settings.ts';
+import { Listeners } from './forward/listeners.ts';
 import { HealthChecker } from './health/checker.ts';
 import { ClientIpResolver } from './http/client-ip.ts';
+import { MemoryRateCounter, type RateCounter } from './lib/rate-counter.ts';
 import type { AttemptRecord, CallRecord } from './metrics/calls.ts';
 import { PromMetrics } from './metrics/prometheus.ts';
 import { RetryMetrics } from './metrics/retry.ts';
@@ -53,6 +55,10 @@ export interface Services {
   readonly prom: PromMetrics;
   readonly audit: AuditLog;
   readonly clientIp: ClientIpResolver;
+  /** The forward-proxy listeners (started by main.ts, beside the API). */
+  readonly listeners: Listeners;
+  /** Rate-limit counts of every door (API and listeners). */
+  readonly rateCounter: RateCounter;
   readonly startedAt: number;
   /** True once storage is open and the pool loaded (`/ready`). */
   ready: boolean;
@@ -187,6 +193,19 @@ export async function createServices(
       prom.removeProxy(id);
     },
   });
+  const rateCounter = new MemoryRateCounter();
+  const audit = new AuditLog(logger, config.auditLog);
+  const listeners = new Listeners({
+    config,
+    logger,
+    registry: prom.registry,
+    rateCounter,
+    settings,
+    audit,
+    executor,
+    dispatchers,
+    ssrf,
+  });
   const services: Services = {
     config,
     logger,
@@ -205,13 +224,16 @@ export async function createServices(
     stats,
     retryMetrics,
     prom,
-    audit: new AuditLog(logger, config.auditLog),
+    audit,
+    listeners,
     clientIp: new ClientIpResolver(config.trustedProxies, config.clientIpHeader),
+    rateCounter,
     startedAt: clock.now(),
     ready: false,
     async close() {
       services.ready = false;
       await health.stop();
+      await listeners.close();
       await dispatchers.closeAll();
       await store.close();
     },

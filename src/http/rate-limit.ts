@@ -8,21 +8,43 @@ import ipaddr from 'ipaddr.js';
 import type { Config } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import type { Rate } from '../lib/rate.ts';
+import type { RateCounter } from '../lib/rate-counter.ts';
 import { isPublicRoute } from './auth.ts';
 import { ApiError } from './errors.ts';
 import { routeOf } from './hooks.ts';
 
 export type RouteLimit = 'request' | 'addProxy' | 'config' | 'reset' | 'healthCheck';
 
-/**
- * Where counters live. The default is @fastify/rate-limit's in-process LRU; several instances need a shared
- * one (Redis), which plugs in here as another implementation of the same contract.
- */
-export type RateLimitStore = FastifyRateLimitStore;
-export type RateLimitStoreCtor = FastifyRateLimitStoreCtor;
+/** The counter name of a bucket under the default limit: the listeners count their refusals there too. */
+export function defaultLimitKey(bucket: string): string {
+  return `default|${bucket}`;
+}
 
-/** Distinct clients tracked per limit before the least recently seen is forgotten. */
-const BUCKETS_PER_LIMIT = 10_000;
+/**
+ * @fastify/rate-limit's store contract over the one RateCounter of the process (lib/rate-counter.ts), so
+ * that the API and the listeners count a client in the same place. Each kind of limit (its groupId)
+ * counts under its own name; the default limit under `default`.
+ */
+export function counterStore(counter: RateCounter): FastifyRateLimitStoreCtor {
+  class CounterStore implements FastifyRateLimitStore {
+    readonly #ns: string;
+    constructor(opts: { groupId?: string | undefined }) {
+      this.#ns = opts.groupId ?? 'default';
+    }
+    incr(
+      key: string,
+      cb: (error: Error | null, result?: { current: number; ttl: number }) => void,
+      timeWindow: number,
+    ): void {
+      const c = counter.incr(`${this.#ns}|${key}`, timeWindow);
+      cb(null, { current: c.count, ttl: c.ttlMs });
+    }
+    child(routeOptions: object): FastifyRateLimitStore {
+      return new CounterStore(routeOptions as { groupId?: string });
+    }
+  }
+  return CounterStore as unknown as FastifyRateLimitStoreCtor;
+}
 
 /**
  * The bucket of an address. An IPv6 client usually holds a whole /64, so counting single addresses would
@@ -47,8 +69,8 @@ export interface RateLimitDeps {
   config: Config;
   settings: RuntimeSettings;
   onRejected: (endpoint: string) => void;
-  /** Another counter store (e.g. Redis for several instances); the in-process one by default. */
-  store?: RateLimitStoreCtor;
+  /** Where the counts live (shared with the listeners). */
+  counter: RateCounter;
 }
 
 /**
@@ -74,8 +96,7 @@ export async function registerRateLimit(app: FastifyInstance, d: RateLimitDeps):
     // Applied below, once per request; routes with their own limit are handled there too.
     global: false,
     hook: 'onRequest',
-    cache: BUCKETS_PER_LIMIT,
-    ...(d.store ? { store: d.store } : {}),
+    store: counterStore(d.counter),
     keyGenerator: bucketKey,
     max: (req) => (req.apiKeyValid ? keyRate(config, settings) : settings.defaultRate()).limit,
     timeWindow: (req) => (req.apiKeyValid ? keyRate(config, settings) : settings.defaultRate()).windowMs,

@@ -65,9 +65,13 @@ export function unsafeToRetryError(last: UpstreamError, failed: FailedAttempt[])
  * 503 PROXY_POOL_EMPTY. `earliestAdmit` is when the first breaker admits a request again (epoch ms), or
  * null when there is no proxy at all; with one, `Retry-After` tells the caller how long to wait.
  */
-export function poolEmptyError(earliestAdmit: number | null, now: number): ApiError {
+export function poolEmptyError(
+  earliestAdmit: number | null,
+  now: number,
+  none = 'No proxies configured',
+): ApiError {
   if (earliestAdmit === null) {
-    return new ApiError('PROXY_POOL_EMPTY', 'No proxies configured', { details: { retry_after_s: null } });
+    return new ApiError('PROXY_POOL_EMPTY', none, { details: { retry_after_s: null } });
   }
   const seconds = Math.max(1, Math.ceil((earliestAdmit - now) / 1000));
   return new ApiError('PROXY_POOL_EMPTY', 'Every proxy circuit breaker is open', {

@@ -236,7 +236,7 @@ export class Executor {
     }
     const entry = this.d.selector.pick(this.selection(c, s));
     if (!entry) {
-      if (s.tried.size === 0) throw this.poolEmpty();
+      if (s.tried.size === 0) throw this.poolEmpty(c.input.onlyCountry);
       return 'none';
     }
     s.tried.add(entry.record.id);
@@ -361,7 +361,11 @@ export class Executor {
     return true;
   }
 
-  private poolEmpty(): ApiError {
-    return poolEmptyError(this.d.breakers.earliestHalfOpenAt(), this.d.now());
+  /** 503 PROXY_POOL_EMPTY; with a country filter, about that country's proxies only. */
+  private poolEmpty(country: string | undefined): ApiError {
+    if (country === undefined) return poolEmptyError(this.d.breakers.earliestHalfOpenAt(), this.d.now());
+    const ids = this.d.selector.idsOfCountry(country);
+    if (ids.length === 0) return poolEmptyError(null, this.d.now(), `No proxy of country ${country}`);
+    return poolEmptyError(this.d.breakers.earliestHalfOpenAt(ids), this.d.now());
   }
 }

@@ -64,6 +64,13 @@ export class Selector {
     return false;
   }
 
+  /** Ids of the members of `country` (the listeners' hard filter), for a Retry-After over just them. */
+  idsOfCountry(country: string): string[] {
+    const out: string[] = [];
+    for (const e of this.pool.all()) if (e.record.country === country) out.push(e.record.id);
+    return out;
+  }
+
   /** The one predicate of who may serve `req` now. */
   private eligibility(req: SelectionRequest): (e: ProxyEntry) => boolean {
     const { exclude, onlyCountry } = req;

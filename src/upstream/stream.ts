@@ -21,6 +21,8 @@ export interface StreamedRequest {
   readonly headers: Record<string, string | string[]>;
   /** The client's request body, read only when the proxy connection takes it; null: none. */
   readonly body: Readable | null;
+  /** Told the size of each body chunk as it leaves (metrics). */
+  readonly onBodyBytes?: ((n: number) => void) | undefined;
   /** Monotonic ms by which the answer's head is due. */
   readonly deadline: number;
   /** A body silent for this long (either way) is cut. */
@@ -44,16 +46,19 @@ class LazyBody extends Readable {
   started = false;
   readonly #src: Readable;
   #attached = false;
+  readonly #count: ((n: number) => void) | undefined;
   readonly #onData = (chunk: Buffer) => {
     this.started = true;
+    this.#count?.(chunk.length);
     if (!this.push(chunk)) this.#src.pause();
   };
   readonly #onEnd = () => this.push(null);
   readonly #onError = (err: Error) => this.destroy(err);
 
-  constructor(src: Readable) {
+  constructor(src: Readable, count?: (n: number) => void) {
     super();
     this.#src = src;
+    this.#count = count;
   }
 
   override _read(): void {
@@ -192,7 +197,7 @@ export function stream(dispatcher: Dispatcher, req: StreamedRequest): Promise<St
   if (req.signal?.aborted) {
     return Promise.reject(new UpstreamError('aborted', 'the caller left', { mayHaveReachedTarget: false }));
   }
-  const lazy = req.body ? new LazyBody(req.body) : null;
+  const lazy = req.body ? new LazyBody(req.body, req.onBodyBytes) : null;
   return new Promise<StreamedResponse>((resolve, reject) => {
     const onAbort = () =>
       attempt.fail(

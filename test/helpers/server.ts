@@ -65,7 +65,16 @@ function spawnServer(port: number, env: Readonly<Record<string, string>>): Runni
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROTA_')));
   const proc = spawn(process.execPath, ['src/main.ts'], {
     cwd: ROOT,
-    env: { ...base, ROTA_HOST: '127.0.0.1', ROTA_LOG_LEVEL: 'warn', ...env, ROTA_PORT: String(port) },
+    // The listeners are off unless a test asks for them: their default ports would collide between servers.
+    env: {
+      ...base,
+      ROTA_HOST: '127.0.0.1',
+      ROTA_LOG_LEVEL: 'warn',
+      ROTA_PROXY_PORT: '0',
+      ROTA_SOCKS_PORT: '0',
+      ...env,
+      ROTA_PORT: String(port),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   live.add(proc);

@@ -32,6 +32,30 @@ const StatusSchema = Type.Object({
   config_source: Type.String(),
 });
 
+const Totals = Type.Object({
+  requests: Type.Integer({ description: 'Requests (absolute-URI) or tunnels answered' }),
+  succeeded: Type.Integer(),
+  refused: Type.Integer({ description: 'Answered with an error (X-Rota-Error / a SOCKS5 failure reply)' }),
+  bytesUp: Type.Integer({ description: 'Bytes relayed towards targets' }),
+  bytesDown: Type.Integer({ description: 'Bytes relayed back to clients' }),
+  openTunnels: Type.Integer(),
+});
+
+const ListenersSchema = Type.Object({
+  listeners: Type.Array(
+    Type.Object({
+      name: Type.Enum(['http', 'socks5']),
+      enabled: Type.Boolean({ description: 'False when its port is 0' }),
+      address: Nullable(Type.String()),
+      port: Nullable(Type.Integer()),
+      open_tunnels: Type.Integer(),
+      totals: Type.Record(Type.String(), Totals, {
+        description: 'Per path: http (absolute-URI) and connect for the HTTP listener, socks5 for SOCKS5',
+      }),
+    }),
+  ),
+});
+
 export function monitoringRoutes(services: Services, lastRotation: () => number | null): FastifyPluginAsync {
   return async (app) => {
     app.get(
@@ -77,6 +101,18 @@ export function monitoringRoutes(services: Services, lastRotation: () => number 
         reply.code(ready ? 200 : 503);
         return { ready, checks };
       },
+    );
+
+    app.get(
+      '/listeners',
+      {
+        schema: {
+          tags: TAG,
+          summary: 'The forward-proxy listeners: address, open tunnels and totals',
+          response: { 200: ListenersSchema, ...errorResponses() },
+        },
+      },
+      async () => ({ listeners: services.listeners.info() }),
     );
 
     app.get(

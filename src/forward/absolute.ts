@@ -1,0 +1,96 @@
+/*
+ * The HTTP listener's absolute-URI path: a scraper's `GET http://site/path` through the pool.
+ *
+ *   client ──GET http://site/path──▶ Rota :ROTA_PROXY_PORT
+ *            admit (auth, parameters) ─▶ SSRF rules ─▶ Executor(streamedWork)
+ *                                                          │ selection, failover, deadline
+ *                                                          ▼
+ *                                   upstream proxy (its own credentials) ──▶ site
+ *   client ◀── status, end-to-end headers + X-Rota-Proxy-Id, body streamed with backpressure
+ *
+ * The deadline (ROTA_TIMEOUT) covers the answer's head; the body then flows with no cap, cut only when
+ * idle for ROTA_TUNNEL_IDLE_TIMEOUT_S. A client that leaves aborts the upstream request at once.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream';
+import { refusal } from './answers.ts';
+import { admit, endToEnd, type HttpDoorDeps, writeRefusal } from './http-door.ts';
+
+/** Response headers that describe the hop to Rota, not the answer. */
+const RESPONSE_HOP = ['transfer-encoding', 'connection', 'keep-alive', 'proxy-authenticate', 'upgrade'];
+
+function targetOf(raw: string | undefined): URL | null {
+  if (raw === undefined || !/^https?:\/\//i.test(raw)) return null;
+  try {
+    return new URL(raw);
+  } catch {
+    return null;
+  }
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  const len = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
+}
+
+/** Fires when the client leaves before its answer is complete. */
+function clientGone(res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) ac.abort();
+  });
+  return ac.signal;
+}
+
+export async function handleAbsolute(
+  d: HttpDoorDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const url = targetOf(req.url);
+  if (url === null) {
+    d.metrics.answered('http', 'BAD_REQUEST');
+    const why = 'This port is a forward proxy: send absolute-URI requests (http://...) or CONNECT';
+    writeRefusal(res, refusal('BAD_REQUEST', why));
+    return;
+  }
+  const door = admit(d.auth, req);
+  if (!door.ok) {
+    d.metrics.answered('http', door.refusal.code);
+    writeRefusal(res, door.refusal);
+    return;
+  }
+  const body = hasBody(req) ? req : null;
+  let up = 0;
+  const forwarded = {
+    url,
+    method: req.method ?? 'GET',
+    // Host follows the target URL; Expect is answered by Node's server itself (100-continue).
+    headers: endToEnd(req.headers, ['host', 'expect']),
+    body,
+    onBodyBytes: (n: number) => {
+      up += n;
+    },
+  };
+  const out = await d.gateway.request(forwarded, door.params, clientGone(res));
+  if (!out.ok) {
+    d.metrics.answered('http', out.refusal.code);
+    writeRefusal(res, out.refusal);
+    return;
+  }
+  const answer = out.value;
+  if (res.destroyed) {
+    answer.body.destroy();
+    return;
+  }
+  d.metrics.answered('http', null);
+  res.writeHead(answer.statusCode, {
+    ...endToEnd(answer.headers, RESPONSE_HOP),
+    'x-rota-proxy-id': out.proxyId,
+  });
+  let down = 0;
+  answer.body.on('data', (chunk: Buffer) => {
+    down += chunk.length;
+  });
+  pipeline(answer.body, res, () => d.metrics.bytes('http', up, down));
+}

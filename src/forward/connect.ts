@@ -1,0 +1,82 @@
+/*
+ * The HTTP listener's CONNECT path: a tunnel for HTTPS (or anything else) through the pool.
+ *
+ *   client ──CONNECT site:443──▶ Rota :ROTA_PROXY_PORT
+ *            admit (auth, parameters) ─▶ SSRF rules ─▶ Executor(tunnelWork)
+ *                                                          │ failover until one proxy is connected to
+ *                                                          ▼ the target
+ *                                   upstream proxy ──CONNECT / SOCKS──▶ site
+ *   client ◀── 200 + X-Rota-Proxy-Id, only now; then bytes both ways (splice.ts), never retried
+ */
+
+import type { IncomingMessage } from 'node:http';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { TunnelTarget } from '../upstream/tunnel.ts';
+import { refusal } from './answers.ts';
+import { admit, type HttpDoorDeps, writeRawRefusal } from './http-door.ts';
+import { splice } from './splice.ts';
+
+const NAME = /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})$/;
+
+/** `host:port` or `[v6]:port` with a port from 1 to 65535; null for anything else. */
+export function parseAuthority(raw: string | undefined): TunnelTarget | null {
+  if (raw === undefined) return null;
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]/@\s]+)):(\d{1,5})$/.exec(raw);
+  if (!m) return null;
+  const port = Number(m[3]);
+  if (port < 1 || port > 65535) return null;
+  if (m[1] !== undefined) return net.isIPv6(m[1]) ? { hostname: m[1].toLowerCase(), port } : null;
+  const host = m[2] ?? '';
+  if (!NAME.test(host) || host.includes('..')) return null;
+  return { hostname: host.toLowerCase(), port };
+}
+
+function gone(socket: Duplex): AbortSignal {
+  const ac = new AbortController();
+  socket.once('close', () => ac.abort());
+  return ac.signal;
+}
+
+export async function handleConnect(
+  d: HttpDoorDeps,
+  req: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+): Promise<void> {
+  socket.on('error', () => socket.destroy());
+  const target = parseAuthority(req.url);
+  if (target === null) {
+    d.metrics.answered('connect', 'BAD_REQUEST');
+    writeRawRefusal(socket, refusal('BAD_REQUEST', 'CONNECT needs host:port with a port from 1 to 65535'));
+    return;
+  }
+  const door = admit(d.auth, req);
+  if (!door.ok) {
+    d.metrics.answered('connect', door.refusal.code);
+    writeRawRefusal(socket, door.refusal);
+    return;
+  }
+  const out = await d.gateway.tunnel(target, door.params, gone(socket));
+  if (!out.ok) {
+    d.metrics.answered('connect', out.refusal.code);
+    writeRawRefusal(socket, out.refusal);
+    return;
+  }
+  const upstream = out.value;
+  if (socket.destroyed) {
+    upstream.destroy();
+    return;
+  }
+  d.metrics.answered('connect', null);
+  socket.write(`HTTP/1.1 200 Connection Established\r\nX-Rota-Proxy-Id: ${out.proxyId}\r\n\r\n`);
+  // Bytes the client sent right after its CONNECT head (a TLS ClientHello, often) go first.
+  if (head.length > 0) upstream.write(head);
+  d.tunnels.add(socket);
+  d.metrics.tunnelOpened('connect');
+  splice(socket, upstream, d.idleTimeoutMs, (r) => {
+    d.tunnels.delete(socket);
+    d.metrics.tunnelClosed('connect');
+    d.metrics.bytes('connect', r.up + head.length, r.down);
+  });
+}

@@ -1,0 +1,128 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import { type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type Refusal, refusal } from './answers.ts';
+import type { ForwardGateway } from './gateway.ts';
+import { basicCredentials, type ListenerAuth } from './listener-auth.ts';
+import type { ForwardMetrics } from './metrics.ts';
+import { mergeHeaders, type ProxyParams, parseUsername } from './params.ts';
+
+/**
+ * The door shared by the HTTP listener's two paths (absolute.ts, connect.ts): who is asking, may they
+ * pass, with which parameters, and how a refusal is written. Auth is checked before parameters, so a
+ * stranger learns nothing about them (407 before 400).
+ */
+
+export interface TunnelRegistry {
+  add(socket: Duplex): void;
+  delete(socket: Duplex): void;
+}
+
+export interface HttpDoorDeps {
+  readonly gateway: ForwardGateway;
+  readonly auth: ListenerAuth;
+  readonly metrics: ForwardMetrics;
+  readonly idleTimeoutMs: number;
+  readonly tunnels: TunnelRegistry;
+}
+
+function one(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
+/** The client's parameters, or the refusal to answer with. */
+export function admit(
+  auth: ListenerAuth,
+  req: IncomingMessage,
+): { ok: true; params: ProxyParams } | { ok: false; refusal: Refusal } {
+  const creds = basicCredentials(one(req.headers['proxy-authorization']));
+  const verdict = auth.check({
+    listener: 'http',
+    clientIp: req.socket.remoteAddress ?? '',
+    method: req.method ?? '',
+    password: creds?.password ?? null,
+  });
+  if (verdict.type === 'refused') {
+    const headers = { 'proxy-authenticate': 'Basic realm="rota"' };
+    return { ok: false, refusal: refusal('PROXY_AUTH_REQUIRED', 'Proxy authentication required', headers) };
+  }
+  if (verdict.type === 'limited') {
+    const headers = { 'retry-after': String(verdict.retryAfterS) };
+    return { ok: false, refusal: refusal('RATE_LIMIT_EXCEEDED', 'Too many refused attempts', headers) };
+  }
+  const fromUser = parseUsername(creds?.username ?? null);
+  const merged = fromUser.ok
+    ? mergeHeaders(fromUser.params, {
+        session: one(req.headers['x-rota-session']),
+        country: one(req.headers['x-rota-country']),
+      })
+    : fromUser;
+  if (!merged.ok)
+    return {
+      ok: false,
+      refusal: refusal('INVALID_PROXY_PARAMS', `Invalid proxy parameters: ${merged.reason}`),
+    };
+  return { ok: true, params: merged.params };
+}
+
+/** Never forwarded: hop-by-hop (RFC 9110 7.6.1), the client's proxy credentials, Rota's own parameters. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'x-rota-session',
+  'x-rota-country',
+]);
+
+/** `headers` without hop-by-hop ones, those named in Connection, and `drop`. */
+export function endToEnd(
+  headers: IncomingHttpHeaders,
+  drop: readonly string[] = [],
+): Record<string, string | string[]> {
+  const listed = new Set(drop);
+  for (const name of (one(headers.connection) ?? '').split(',')) listed.add(name.trim().toLowerCase());
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    if (v !== undefined && !HOP_BY_HOP.has(k) && !listed.has(k)) out[k] = v;
+  }
+  return out;
+}
+
+/** A refusal on a response that has not started. Rota's own answers carry no X-Rota-Proxy-Id. */
+export function writeRefusal(res: ServerResponse, r: Refusal): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = `${r.message}\n`;
+  res.writeHead(r.status, {
+    'content-type': 'text/plain; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-rota-error': r.code,
+    ...r.headers,
+  });
+  res.end(body);
+}
+
+/** A refusal written on a raw socket (CONNECT, parser errors), which then closes. */
+export function writeRawRefusal(socket: Duplex, r: Refusal): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = `${r.message}\n`;
+  const extra = Object.entries(r.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`);
+  socket.end(
+    `HTTP/1.1 ${r.status} ${STATUS_CODES[r.status] ?? 'Error'}\r\n` +
+      `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-Rota-Error: ${r.code}\r\nConnection: close\r\n${extra.join('')}\r\n${body}`,
+  );
+  // A client that does not read its answer must not hold the socket.
+  setTimeout(() => socket.destroy(), 5_000).unref();
+}

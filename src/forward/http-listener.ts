@@ -1,0 +1,57 @@
+/*
+ * The HTTP forward-proxy listener on ROTA_PROXY_PORT: node:http parses, two paths serve.
+ *
+ *   request with an absolute URI ──▶ absolute.ts   (a streamed request through the pool)
+ *   CONNECT host:port            ──▶ connect.ts    (a tunnel through the pool)
+ *   a head Node's parser refuses ──▶ 400 / 431 / 408 here, and the connection closes
+ */
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { handleAbsolute } from './absolute.ts';
+import { type Refusal, refusal } from './answers.ts';
+import { handleConnect } from './connect.ts';
+import { type HttpDoorDeps, writeRawRefusal, writeRefusal } from './http-door.ts';
+
+/** A request head not complete within this long gets 408 (slowloris). */
+const HEAD_TIMEOUT_MS = 10_000;
+
+function parserRefusal(err: NodeJS.ErrnoException): Refusal {
+  if (err.code === 'HPE_HEADER_OVERFLOW')
+    return { ...refusal('BAD_REQUEST', 'Request head too large'), status: 431 };
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return { ...refusal('BAD_REQUEST', 'Request head timed out'), status: 408 };
+  return refusal('BAD_REQUEST', 'Malformed request');
+}
+
+export function createHttpListener(d: HttpDoorDeps, onError: (err: unknown) => void): http.Server {
+  const server = http.createServer({
+    headersTimeout: HEAD_TIMEOUT_MS,
+    // A streamed upload may take as long as it keeps moving: idleness is the bound, not a total.
+    requestTimeout: 0,
+    keepAliveTimeout: 5_000,
+    noDelay: true,
+  });
+  server.timeout = d.idleTimeoutMs;
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    handleAbsolute(d, req, res).catch((err: unknown) => {
+      onError(err);
+      writeRefusal(res, refusal('INTERNAL_ERROR', 'internal error'));
+    });
+  });
+  server.on('connect', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    handleConnect(d, req, socket, head).catch((err: unknown) => {
+      onError(err);
+      writeRawRefusal(socket, refusal('INTERNAL_ERROR', 'internal error'));
+    });
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const r = parserRefusal(err);
+    d.metrics.answered('http', r.code);
+    writeRawRefusal(socket, r);
+  });
+  return server;
+}

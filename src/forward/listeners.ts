@@ -1,0 +1,144 @@
+import { once } from 'node:events';
+import type http from 'node:http';
+import type net from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { AuditLog } from '../audit/audit.ts';
+import type { Config } from '../config.ts';
+import type { RuntimeSettings } from '../control/settings.ts';
+import type { RateCounter } from '../lib/rate-counter.ts';
+import type { Executor } from '../outbound/executor.ts';
+import type { SsrfGuard } from '../ssrf/guard.ts';
+import type { DispatcherCache } from '../upstream/dispatchers.ts';
+import { ForwardGateway } from './gateway.ts';
+import type { HttpDoorDeps } from './http-door.ts';
+import { createHttpListener } from './http-listener.ts';
+import { ListenerAuth } from './listener-auth.ts';
+import { ForwardMetrics, type ListenerName, type ListenerTotals } from './metrics.ts';
+import { createSocks5Listener } from './socks5-server.ts';
+
+/**
+ * The forward-proxy listeners as one unit: built from the services (the same engine, pool, breakers,
+ * SSRF rules, rate counters and metrics as the API), started beside the API, and stopped on SIGTERM:
+ * no new connection is accepted, open tunnels get up to `graceMs` to finish, then everything still open
+ * is closed.
+ */
+
+export interface ListenerInfo {
+  readonly name: 'http' | 'socks5';
+  readonly enabled: boolean;
+  readonly address: string | null;
+  readonly port: number | null;
+  readonly open_tunnels: number;
+  readonly totals: Record<string, ListenerTotals>;
+}
+
+export interface ListenersDeps {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly registry: Registry;
+  readonly rateCounter: RateCounter;
+  readonly settings: RuntimeSettings;
+  readonly audit: AuditLog;
+  readonly executor: Executor;
+  readonly dispatchers: DispatcherCache;
+  readonly ssrf: SsrfGuard;
+}
+
+export class Listeners {
+  readonly metrics: ForwardMetrics;
+  readonly #tunnels = new Set<Duplex>();
+  readonly #deps: HttpDoorDeps;
+  readonly #services: ListenersDeps;
+  #http: http.Server | null = null;
+  #socks: net.Server | null = null;
+
+  constructor(services: ListenersDeps) {
+    this.#services = services;
+    const { config } = services;
+    this.metrics = new ForwardMetrics(services.registry);
+    const idleTimeoutMs = config.tunnelIdleTimeoutS * 1000;
+    const auth = new ListenerAuth({
+      requireAuth: config.requireAuth,
+      apiKey: config.apiKey,
+      counter: services.rateCounter,
+      rate: () => services.settings.defaultRate(),
+      audit: services.audit,
+    });
+    const gateway = new ForwardGateway({
+      executor: services.executor,
+      dispatchers: services.dispatchers,
+      ssrf: services.ssrf,
+      settings: services.settings,
+      idleTimeoutMs,
+    });
+    this.#deps = { gateway, auth, metrics: this.metrics, idleTimeoutMs, tunnels: this.#tunnels };
+  }
+
+  /** Starts the listeners whose port is not 0, on ROTA_HOST. */
+  async start(): Promise<void> {
+    const { config, logger } = this.#services;
+    if (config.proxyPort !== 0) {
+      this.#http = createHttpListener(this.#deps, (err) => logger.error({ err }, 'listener request failed'));
+      await listen(this.#http, config.host, config.proxyPort);
+    }
+    if (config.socksPort !== 0) {
+      this.#socks = createSocks5Listener(this.#deps);
+      await listen(this.#socks, config.host, config.socksPort);
+    }
+  }
+
+  info(): ListenerInfo[] {
+    const t = this.metrics.totals;
+    const tunnels = (...names: ListenerName[]) => names.reduce((n, l) => n + t[l].openTunnels, 0);
+    return [
+      describe('http', this.#http, tunnels('connect'), { http: t.http, connect: t.connect }),
+      describe('socks5', this.#socks, tunnels('socks5'), { socks5: t.socks5 }),
+    ];
+  }
+
+  #closing: Promise<void> | null = null;
+
+  /** Idempotent: main.ts and services.close() may both ask. */
+  close(graceMs = 10_000): Promise<void> {
+    this.#closing ??= this.#close(graceMs);
+    return this.#closing;
+  }
+
+  async #close(graceMs: number): Promise<void> {
+    const servers = [this.#http, this.#socks].filter((s): s is net.Server => s !== null);
+    const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
+    this.#http?.closeIdleConnections();
+    const until = performance.now() + graceMs;
+    while (this.#tunnels.size > 0 && performance.now() < until) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    for (const s of this.#tunnels) s.destroy();
+    this.#http?.closeAllConnections();
+    await Promise.all(closed);
+  }
+}
+
+async function listen(server: net.Server, host: string, port: number): Promise<void> {
+  server.listen(port, host);
+  await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err))]);
+}
+
+function describe(
+  name: 'http' | 'socks5',
+  server: net.Server | null,
+  openTunnels: number,
+  totals: Record<string, ListenerTotals>,
+): ListenerInfo {
+  const addr = server?.address();
+  const bound = addr && typeof addr === 'object' ? addr : null;
+  return {
+    name,
+    enabled: server !== null,
+    address: bound?.address ?? null,
+    port: bound?.port ?? null,
+    open_tunnels: openTunnels,
+    totals,
+  };
+}

@@ -1,0 +1,65 @@
+import type { Duplex } from 'node:stream';
+
+/**
+ * Joins a client socket to an upstream tunnel, both ways, until either side is done.
+ *
+ *   client ══ bytes up ══▶ upstream proxy ══▶ target
+ *   client ◀═ bytes down ═ upstream proxy ◀══ target
+ *
+ * pipe() carries backpressure both ways (a slow reader pauses the other side's socket, nothing piles up
+ * in memory) and half-closes (a FIN travels on). When one side is gone the other is freed: a client that
+ * leaves destroys the upstream socket at once; an upstream that closes ends the client once what it sent
+ * is flushed. A tunnel with no byte either way for `idleMs` is closed.
+ */
+export interface SpliceResult {
+  /** Client to upstream, and upstream to client, bytes. */
+  readonly up: number;
+  readonly down: number;
+}
+
+interface Counted {
+  readonly bytesRead?: number;
+  readonly bytesWritten?: number;
+}
+
+function bytes(s: Duplex, which: 'bytesRead' | 'bytesWritten'): number {
+  return (s as Counted)[which] ?? 0;
+}
+
+export function splice(
+  client: Duplex,
+  upstream: Duplex,
+  idleMs: number,
+  onEnd: (r: SpliceResult) => void,
+): void {
+  // Sockets count what passed through them; what they carried before the tunnel (the CONNECT head, the
+  // 200) is not the tunnel's.
+  const read0 = bytes(client, 'bytesRead');
+  const written0 = bytes(client, 'bytesWritten');
+  let ended = false;
+  const finish = () => {
+    if (ended) return;
+    ended = true;
+    onEnd({ up: bytes(client, 'bytesRead') - read0, down: bytes(client, 'bytesWritten') - written0 });
+  };
+  const idle = () => {
+    client.destroy();
+    upstream.destroy();
+  };
+  const s = client as Duplex & { setTimeout?: (ms: number, cb?: () => void) => void };
+  s.setTimeout?.(idleMs, idle);
+  (upstream as typeof s).setTimeout?.(idleMs, idle);
+  client.on('error', () => upstream.destroy());
+  upstream.on('error', () => client.destroy());
+  client.once('close', () => {
+    upstream.destroy();
+    finish();
+  });
+  upstream.once('close', () => {
+    // What the upstream sent may still be queued towards the client: end it, then make sure it goes.
+    client.end();
+    (client as Duplex & { destroySoon?: () => void }).destroySoon?.();
+  });
+  client.pipe(upstream);
+  upstream.pipe(client);
+}

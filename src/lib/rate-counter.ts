@@ -1,0 +1,61 @@
+/**
+ * Fixed-window counters, one per key, shared by every door that limits a client: the API's rate limiter
+ * (through the @fastify/rate-limit store adapter in http/rate-limit.ts) and the listeners' refusals. One
+ * counter per key whatever the door, so that a client cannot spend its limit once per door (a key guessed
+ * through the proxy listener costs the same as through the API).
+ *
+ * This is the in-process implementation; a shared one (several instances) implements the same interface.
+ */
+
+export interface Count {
+  /** Hits in the current window, this one included. */
+  readonly count: number;
+  /** Milliseconds until the window ends. */
+  readonly ttlMs: number;
+}
+
+export interface RateCounter {
+  /** Counts one hit for `key` in a window of `windowMs`. */
+  incr(key: string, windowMs: number): Count;
+  /** The current count without counting (0 when the window is over). */
+  peek(key: string, windowMs: number): Count;
+}
+
+interface Window {
+  count: number;
+  startedAt: number;
+}
+
+/** Bounded: past `max` keys the least recently counted is forgotten (a flood of addresses cannot grow it). */
+export class MemoryRateCounter implements RateCounter {
+  readonly #windows = new Map<string, Window>();
+  readonly #max: number;
+  readonly #now: () => number;
+
+  constructor(opts: { max?: number; now?: () => number } = {}) {
+    this.#max = opts.max ?? 50_000;
+    this.#now = opts.now ?? Date.now;
+  }
+
+  incr(key: string, windowMs: number): Count {
+    const now = this.#now();
+    let w = this.#windows.get(key);
+    if (w === undefined || w.startedAt + windowMs <= now) w = { count: 0, startedAt: now };
+    w.count++;
+    // Re-inserted so that map order is least recently counted first.
+    this.#windows.delete(key);
+    this.#windows.set(key, w);
+    if (this.#windows.size > this.#max) {
+      const oldest = this.#windows.keys().next();
+      if (!oldest.done) this.#windows.delete(oldest.value);
+    }
+    return { count: w.count, ttlMs: w.startedAt + windowMs - now };
+  }
+
+  peek(key: string, windowMs: number): Count {
+    const now = this.#now();
+    const w = this.#windows.get(key);
+    if (w === undefined || w.startedAt + windowMs <= now) return { count: 0, ttlMs: 0 };
+    return { count: w.count, ttlMs: w.startedAt + windowMs - now };
+  }
+}
