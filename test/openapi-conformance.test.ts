@@ -217,6 +217,7 @@ describe('responses match the document (real proxy, loopback target)', () => {
       [`get ${API}/health`, `${API}/health`],
       [`get ${API}/ready`, `${API}/ready`],
       [`get ${API}/status`, `${API}/status`],
+      [`get ${API}/listeners`, `${API}/listeners`],
       [`get ${API}/stats`, `${API}/stats`],
       [`get ${API}/config`, `${API}/config`],
       [`put ${API}/config`, `${API}/config`, { timeout: 20 }],

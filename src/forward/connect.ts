@@ -45,6 +45,9 @@ export async function handleConnect(
   head: Buffer,
 ): Promise<void> {
   socket.on('error', () => socket.destroy());
+  // Held from now on, so that a stop reaches it whatever step it is at (node:http forgets it after 'connect').
+  d.sockets.add(socket);
+  socket.once('close', () => d.sockets.delete(socket));
   const target = parseAuthority(req.url);
   if (target === null) {
     d.metrics.answered('connect', 'BAD_REQUEST');
@@ -72,10 +75,8 @@ export async function handleConnect(
   socket.write(`HTTP/1.1 200 Connection Established\r\nX-Rota-Proxy-Id: ${out.proxyId}\r\n\r\n`);
   // Bytes the client sent right after its CONNECT head (a TLS ClientHello, often) go first.
   if (head.length > 0) upstream.write(head);
-  d.tunnels.add(socket);
   d.metrics.tunnelOpened('connect');
   splice(socket, upstream, d.idleTimeoutMs, (r) => {
-    d.tunnels.delete(socket);
     d.metrics.tunnelClosed('connect');
     d.metrics.bytes('connect', r.up + head.length, r.down);
   });

@@ -13,7 +13,8 @@ import { mergeHeaders, type ProxyParams, parseUsername } from './params.ts';
  * stranger learns nothing about them (407 before 400).
  */
 
-export interface TunnelRegistry {
+/** The raw client sockets a listener holds outside node:http (CONNECT, SOCKS5), for a clean stop. */
+export interface SocketRegistry {
   add(socket: Duplex): void;
   delete(socket: Duplex): void;
 }
@@ -23,7 +24,7 @@ export interface HttpDoorDeps {
   readonly auth: ListenerAuth;
   readonly metrics: ForwardMetrics;
   readonly idleTimeoutMs: number;
-  readonly tunnels: TunnelRegistry;
+  readonly sockets: SocketRegistry;
 }
 
 function one(v: string | string[] | undefined): string | undefined {

@@ -48,7 +48,7 @@ export interface ListenersDeps {
 
 export class Listeners {
   readonly metrics: ForwardMetrics;
-  readonly #tunnels = new Set<Duplex>();
+  readonly #sockets = new Set<Duplex>();
   readonly #deps: HttpDoorDeps;
   readonly #services: ListenersDeps;
   #http: http.Server | null = null;
@@ -73,7 +73,7 @@ export class Listeners {
       settings: services.settings,
       idleTimeoutMs,
     });
-    this.#deps = { gateway, auth, metrics: this.metrics, idleTimeoutMs, tunnels: this.#tunnels };
+    this.#deps = { gateway, auth, metrics: this.metrics, idleTimeoutMs, sockets: this.#sockets };
   }
 
   /** Starts the listeners whose port is not 0, on ROTA_HOST. */
@@ -111,10 +111,12 @@ export class Listeners {
     const closed = servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve())));
     this.#http?.closeIdleConnections();
     const until = performance.now() + graceMs;
-    while (this.#tunnels.size > 0 && performance.now() < until) {
+    const t = this.metrics.totals;
+    const open = () => t.connect.openTunnels + t.socks5.openTunnels;
+    while (open() > 0 && performance.now() < until) {
       await new Promise((r) => setTimeout(r, 50));
     }
-    for (const s of this.#tunnels) s.destroy();
+    for (const s of this.#sockets) s.destroy();
     this.#http?.closeAllConnections();
     await Promise.all(closed);
   }

@@ -15,7 +15,7 @@ import { authority } from '../upstream/dial.ts';
 import { type Refusal, refusal } from './answers.ts';
 import { parseAuthority } from './connect.ts';
 import type { ForwardGateway } from './gateway.ts';
-import type { TunnelRegistry } from './http-door.ts';
+import type { SocketRegistry } from './http-door.ts';
 import type { ListenerAuth } from './listener-auth.ts';
 import type { ForwardMetrics } from './metrics.ts';
 import { type ProxyParams, parseUsername } from './params.ts';
@@ -41,7 +41,7 @@ export interface Socks5Deps {
   readonly auth: ListenerAuth;
   readonly metrics: ForwardMetrics;
   readonly idleTimeoutMs: number;
-  readonly tunnels: TunnelRegistry;
+  readonly sockets: SocketRegistry;
 }
 
 type State =
@@ -74,6 +74,8 @@ class Socks5Connection {
     socket.setTimeout(HANDSHAKE_TIMEOUT_MS, () => socket.destroy());
     socket.on('error', () => socket.destroy());
     socket.on('data', this.#onData);
+    d.sockets.add(socket);
+    socket.once('close', () => d.sockets.delete(socket));
   }
 
   /** Consumes a parsed message; false (and the connection closed) when it was malformed or incomplete. */
@@ -188,10 +190,8 @@ class Socks5Connection {
     const early = this.#buf;
     this.#buf = Buffer.alloc(0);
     if (early.length > 0) upstream.write(early);
-    this.#d.tunnels.add(socket);
     this.#d.metrics.tunnelOpened('socks5');
     splice(socket, upstream, this.#d.idleTimeoutMs, (r) => {
-      this.#d.tunnels.delete(socket);
       this.#d.metrics.tunnelClosed('socks5');
       this.#d.metrics.bytes('socks5', r.up + early.length, r.down);
     });
