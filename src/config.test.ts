@@ -34,10 +34,25 @@ describe('config', () => {
     assert.equal(c.breaker.failureThreshold, 5);
     assert.equal(c.hedgeDelayS, 1);
     assert.equal(loadConfig({ ROTA_HEDGE_DELAY_S: '0' }).hedgeDelayS, 0, '0 turns hedging off');
+    assert.equal(c.proxyPort, 8080);
+    assert.equal(c.socksPort, 1080);
+    assert.equal(c.tunnelIdleTimeoutS, 300);
+    const off = loadConfig({ ROTA_PROXY_PORT: '0', ROTA_SOCKS_PORT: '0' });
+    assert.equal(off.proxyPort + off.socksPort, 0, '0 turns a listener off');
     assert.ok(Object.isFrozen(c) && Object.isFrozen(c.breaker) && Object.isFrozen(c.corsOrigins));
     assert.throws(() => {
       (c as { port: number }).port = 1;
     });
+  });
+
+  it('refuses listener ports that collide or are out of range, naming the variables', () => {
+    assert.throws(
+      () => loadConfig({ ROTA_PORT: '9000', ROTA_PROXY_PORT: '9000', ROTA_SOCKS_PORT: '70000' }),
+      (e: ConfigError) =>
+        e.problems.some((p) => p.startsWith('ROTA_SOCKS_PORT')) &&
+        e.problems.some((p) => p.includes('ROTA_PROXY_PORT') && p.includes('port of its own')),
+    );
+    assert.throws(() => loadConfig({ ROTA_TUNNEL_IDLE_TIMEOUT_S: '0' }), /ROTA_TUNNEL_IDLE_TIMEOUT_S/);
   });
 
   it('parses lists, rates, booleans and the secret key', () => {

@@ -203,6 +203,7 @@ export async function createServices(
     settings,
     audit,
     executor,
+    selector,
     dispatchers,
     ssrf,
   });

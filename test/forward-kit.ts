@@ -113,6 +113,7 @@ export function connectVia(
 export function readAll(socket: net.Socket, until?: (s: string) => boolean): Promise<string> {
   return new Promise((resolve) => {
     let text = '';
+    if (socket.destroyed) return resolve(text);
     socket.on('data', (c: Buffer) => {
       text += c.toString('latin1');
       if (until?.(text)) resolve(text);

@@ -1,6 +1,7 @@
 import type { Duplex, Readable } from 'node:stream';
 import type { RuntimeSettings } from '../control/settings.ts';
 import type { Executor } from '../outbound/executor.ts';
+import type { Selector } from '../outbound/selector.ts';
 import type { Work } from '../outbound/work.ts';
 import { streamedWork, tunnelWork } from '../outbound/works.ts';
 import type { SsrfGuard } from '../ssrf/guard.ts';
@@ -23,6 +24,7 @@ export type Outcome<T> = { ok: true; value: T; proxyId: string } | { ok: false; 
 
 export interface GatewayDeps {
   readonly executor: Executor;
+  readonly selector: Selector;
   readonly dispatchers: DispatcherCache;
   readonly ssrf: SsrfGuard;
   readonly settings: RuntimeSettings;
@@ -43,14 +45,21 @@ export class ForwardGateway {
     this.#d = d;
   }
 
-  /** A target the SSRF rules refuse: 403 / SOCKS5 0x02 (null: allowed). */
-  async #blocked(url: URL): Promise<Refusal | null> {
+  /**
+   * A target the SSRF rules refuse: 403 / SOCKS5 0x02 (null: allowed). Asked only when some proxy could
+   * serve the call at all: a call bound for 503 anyway costs no DNS lookup.
+   */
+  async #blocked(url: URL, params: ProxyParams): Promise<Refusal | null> {
+    if (!this.#d.selector.hasCandidate({ onlyCountry: params.country })) return null;
     const verdict = await this.#d.ssrf.check(url);
     return verdict.ok ? null : refusal('SSRF_BLOCKED', `Target not allowed: ${verdict.message}`);
   }
 
   async tunnel(target: TunnelTarget, params: ProxyParams, signal: AbortSignal): Promise<Outcome<Duplex>> {
-    const blocked = await this.#blocked(new URL(`http://${authority(target.hostname, target.port)}/`));
+    const blocked = await this.#blocked(
+      new URL(`http://${authority(target.hostname, target.port)}/`),
+      params,
+    );
     if (blocked) return { ok: false, refusal: blocked };
     return this.#run(tunnelWork(this.#d.dispatchers, target), params, signal);
   }
@@ -60,7 +69,7 @@ export class ForwardGateway {
     params: ProxyParams,
     signal: AbortSignal,
   ): Promise<Outcome<StreamedResponse>> {
-    const blocked = await this.#blocked(r.url);
+    const blocked = await this.#blocked(r.url, params);
     if (blocked) return { ok: false, refusal: blocked };
     const hasBody = r.body !== null;
     const work = streamedWork(this.#d.dispatchers, { ...r, idleTimeoutMs: this.#d.idleTimeoutMs }, hasBody);

@@ -29,6 +29,8 @@ export function createHttpListener(d: HttpDoorDeps, onError: (err: unknown) => v
     // A streamed upload may take as long as it keeps moving: idleness is the bound, not a total.
     requestTimeout: 0,
     keepAliveTimeout: 5_000,
+    // How often Node looks for heads past headersTimeout (default 30 s would let them linger 40 s).
+    connectionsCheckingInterval: 1_000,
     noDelay: true,
   });
   server.timeout = d.idleTimeoutMs;

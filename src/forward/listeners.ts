@@ -9,6 +9,7 @@ import type { Config } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import type { RateCounter } from '../lib/rate-counter.ts';
 import type { Executor } from '../outbound/executor.ts';
+import type { Selector } from '../outbound/selector.ts';
 import type { SsrfGuard } from '../ssrf/guard.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
 import { ForwardGateway } from './gateway.ts';
@@ -42,6 +43,7 @@ export interface ListenersDeps {
   readonly settings: RuntimeSettings;
   readonly audit: AuditLog;
   readonly executor: Executor;
+  readonly selector: Selector;
   readonly dispatchers: DispatcherCache;
   readonly ssrf: SsrfGuard;
 }
@@ -68,6 +70,7 @@ export class Listeners {
     });
     const gateway = new ForwardGateway({
       executor: services.executor,
+      selector: services.selector,
       dispatchers: services.dispatchers,
       ssrf: services.ssrf,
       settings: services.settings,
