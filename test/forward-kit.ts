@@ -13,15 +13,21 @@ export interface ListeningApp extends TestApp {
   readonly socksPort: number;
 }
 
-export async function listeningApp(env: Record<string, string> = {}): Promise<ListeningApp> {
+export async function listeningApp(
+  env: Record<string, string> = {},
+  overrides: Parameters<typeof makeApp>[1] = {},
+): Promise<ListeningApp> {
   const [httpPort, socksPort] = [await freePort(), await freePort()];
-  const t = await makeApp({
-    ROTA_SSRF_ALLOW: '127.0.0.0/8',
-    ROTA_HEDGE_DELAY_S: '0',
-    ROTA_PROXY_PORT: String(httpPort),
-    ROTA_SOCKS_PORT: String(socksPort),
-    ...env,
-  });
+  const t = await makeApp(
+    {
+      ROTA_SSRF_ALLOW: '127.0.0.0/8',
+      ROTA_HEDGE_DELAY_S: '0',
+      ROTA_PROXY_PORT: String(httpPort),
+      ROTA_SOCKS_PORT: String(socksPort),
+      ...env,
+    },
+    overrides,
+  );
   await t.services.listeners.start();
   return { ...t, httpPort, socksPort };
 }
