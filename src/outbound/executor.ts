@@ -1,106 +1,26 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { Permit } from '../breaker/types.ts';
 import { ApiError } from '../http/errors.ts';
-import type { AttemptRecord, CallRecord } from '../metrics/calls.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
-import type { UpstreamError } from '../upstream/types.ts';
 import { type AttemptResult, runAttempt, type Settled } from './attempt.ts';
 import {
-  callError,
-  describeAttempt,
-  type FailedAttempt,
-  poolEmptyError,
-  unsafeToRetryError,
-} from './call-error.ts';
+  type Call,
+  type CallInput,
+  type CallResult,
+  type CallState,
+  delivered,
+  type ExecutorDeps,
+  replayable,
+} from './call.ts';
+import { callError, describeAttempt, poolEmptyError, unsafeToRetryError } from './call-error.ts';
 import { attemptDeadline, hedgeTime } from './hedge.ts';
 import { InFlight, type Run } from './in-flight.ts';
-import { backoffSeconds, type RetryPolicy, type RetryPolicyHolder } from './retry-policy.ts';
-import type { Selector } from './selector.ts';
+
+import { reportCall } from './report.ts';
+import { backoffSeconds } from './retry-policy.ts';
 import type { Work } from './work.ts';
 
-export interface CallInput<R> {
-  /** What each attempt does through its proxy (work.ts). */
-  work: Work<R>;
-  timeoutS: number;
-  sessionId?: string | undefined;
-  /** geo-targeted's preference. */
-  country?: string | undefined;
-  /** A hard filter: only proxies of this country (the listeners). */
-  onlyCountry?: string | undefined;
-  signal?: AbortSignal;
-}
-
-export interface CallResult<R> {
-  response: R;
-  proxy: ProxyEntry;
-  attempts: number;
-}
-
-export interface ExecutorDeps {
-  selector: Selector;
-  breakers: BreakerRegistry;
-  retry: RetryPolicyHolder;
-  monotonic: () => number;
-  /** Wall clock, the breakers' time base (for Retry-After). */
-  now: () => number;
-  random: () => number;
-  connectTimeoutMs: number;
-  /** ROTA_HEDGE_DELAY_S in ms; 0 never asks a second proxy while the first may still answer. */
-  hedgeDelayMs: number;
-  onCall: (call: CallRecord) => void;
-  /** An attempt that ended after its call was reported (a hedge overtook it): per-proxy numbers only. */
-  onLateAttempt: (attempt: AttemptRecord) => void;
-  /** Where a failure of that late bookkeeping is reported: it must never become an unhandled rejection. */
-  onError: (err: unknown) => void;
-}
-
-/** What every step of one call needs. */
-interface Call<R> {
-  readonly input: CallInput<R>;
-  readonly policy: RetryPolicy;
-  readonly deadline: number;
-  readonly attempts: AttemptRecord[];
-  readonly inflight: InFlight<Settled<R>>;
-  readonly replayable: boolean;
-  /** The attempt whose answer the caller got, once there is one. */
-  winner: Run<Settled<R>> | null;
-}
-
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
-
-function replayable(work: Work<unknown>, policy: RetryPolicy): boolean {
-  if (work.replay === 'always') return true;
-  if (work.replay === 'never') return false;
-  return SAFE_METHODS.has(work.method) || policy.retry_non_idempotent;
-}
-
-/** What one call has learned so far, across its attempts. */
-interface CallState<R> {
-  readonly tried: Set<string>;
-  readonly failed: FailedAttempt[];
-  lastError: UpstreamError | null;
-  /** The latest target answer and the index of its attempt record. */
-  answer: { result: CallResult<R>; at: number } | null;
-  /** The target failed or asked for a retry: wait before asking it again. */
-  pause: boolean;
-  /**
-   * Attempts made, for the caller's `attempts`. One cut short because its proxy was deleted counts here,
-   * as the caller did go through that proxy, but not in the attempt records (it blames no proxy).
-   */
-  made: number;
-}
-
-/**
- * A retryable answer is recorded as `target_error` when it arrives, since another proxy may still do
- * better. When it turns out to be the answer the caller gets, its attempt is the call's `success`
- * (metrics/calls.ts), so that success-by-attempt and per-proxy successes agree with the caller's view.
- */
-function delivered<R>(answer: CallResult<R>, attempts: AttemptRecord[], at: number): CallResult<R> {
-  const rec = attempts[at];
-  if (rec && rec.outcome !== 'success') attempts[at] = { ...rec, outcome: 'success' };
-  return answer;
-}
+export type { CallInput, CallResult, ExecutorDeps } from './call.ts';
 
 /**
  * One proxied call, whatever the door (POST request, an absolute-URI request or a tunnel of the
@@ -138,48 +58,14 @@ export class Executor {
     };
     try {
       const result = await this.loop(c);
-      this.report(c, { ok: true, latencyMs: this.d.monotonic() - started, attempts: c.attempts });
+      reportCall(this.d, c, { ok: true, latencyMs: this.d.monotonic() - started, attempts: c.attempts });
       return result;
     } catch (err) {
       const code = err instanceof ApiError ? err.code : 'INTERNAL_ERROR';
       const latencyMs = this.d.monotonic() - started;
-      this.report(c, { ok: false, latencyMs, attempts: c.attempts, errorCode: code });
+      reportCall(this.d, c, { ok: false, latencyMs, attempts: c.attempts, errorCode: code });
       throw err;
     }
-  }
-
-  /**
-   * Reports the call now, as the caller sees it. Attempts that the answering one overtook (their proxy
-   * stayed silent while one asked later answered) run on to the end of their own share of the deadline,
-   * so that a proxy that never answers still fails its attempts and opens its breaker; each is reported
-   * on its own when it ends. Any other attempt still running is cancelled without blame.
-   */
-  private report<R>(c: Call<R>, call: CallRecord): void {
-    const winner = c.winner;
-    const delivered = winner ? { ...call, deliveredAttempt: winner.n } : call;
-    if (c.inflight.size === 0) {
-      this.d.onCall(delivered);
-      return;
-    }
-    const free = (s: Settled<R>) => {
-      if (s.result.type === 'response') c.input.work.discard(s.result.response);
-    };
-    void c.inflight
-      .release(winner, free)
-      .then((behind) => {
-        // The overtaken attempts add their records to c.attempts later: the call keeps what it had.
-        this.d.onCall({ ...delivered, attempts: c.attempts.slice() });
-        for (const r of behind) {
-          void r.done
-            .then((settled) => {
-              free(settled);
-              const late = c.attempts[settled.recordAt];
-              if (late) this.d.onLateAttempt(late);
-            })
-            .catch(this.d.onError);
-        }
-      })
-      .catch(this.d.onError);
   }
 
   private async loop<R>(c: Call<R>): Promise<CallResult<R>> {
