@@ -9,6 +9,7 @@ import { frameworkErrorHandler, genReqId, registerHooks } from './http/hooks.ts'
 import { registerJsonParser } from './http/json-parser.ts';
 import { lazyChildLogger } from './http/lazy-logger.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
+import { banRoutes } from './http/routes/bans.ts';
 import { breakerRoutes } from './http/routes/breakers.ts';
 import { configRoutes } from './http/routes/config.ts';
 import { healthCheckRoutes } from './http/routes/health-check.ts';
@@ -106,6 +107,7 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
       await api.register(requestRoutes(services));
       await api.register(configRoutes(services, services.retry));
       await api.register(breakerRoutes(services));
+      await api.register(banRoutes(services));
       await api.register(apiMetricsRoutes(services));
     },
     { prefix: API_PREFIX },

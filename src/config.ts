@@ -65,6 +65,14 @@ export interface Config {
   readonly socksPort: number;
   /** A tunnel or streamed body with no byte either way for this long is closed. */
   readonly tunnelIdleTimeoutS: number;
+  /** Ban detection defaults (the ban policy's, until `PUT ban-policy` changes them). */
+  readonly bans: {
+    readonly statusCodes: readonly number[];
+    readonly cooldownS: number;
+    readonly maxCooldownS: number;
+  };
+  /** Attempts in flight through one proxy at most; 0: no cap. */
+  readonly proxyMaxInFlight: number;
 }
 
 /** Thrown with every problem found, one line each, so that an operator fixes them all in one go. */
@@ -190,6 +198,18 @@ function parseSsrfAllow(r: Reader): string[] {
   return list;
 }
 
+function parseStatusCodes(r: Reader, name: string, def: number[]): number[] {
+  if (r.raw(name) === undefined) return def;
+  const out: number[] = [];
+  for (const item of r.list(name)) {
+    const n = Number(item);
+    if (!/^\d{3}$/.test(item) || n < 400 || n > 599) {
+      r.problems.push(`${name}: ${JSON.stringify(item)} is not a status code from 400 to 599`);
+    } else if (!out.includes(n)) out.push(n);
+  }
+  return out;
+}
+
 function parseStrategy(r: Reader): StrategyName {
   const v = r.str('ROTA_STRATEGY', 'round-robin');
   if ((STRATEGIES as readonly string[]).includes(v)) return v as StrategyName;
@@ -203,6 +223,9 @@ function crossChecks(r: Reader, c: Config): void {
     r.problems.push(
       'ROTA_CORS_ORIGINS: the wildcard "*" cannot be combined with ROTA_CORS_ALLOW_CREDENTIALS=true',
     );
+  }
+  if (c.bans.maxCooldownS < c.bans.cooldownS) {
+    r.problems.push('ROTA_BAN_MAX_COOLDOWN_S: must be at least ROTA_BAN_COOLDOWN_S');
   }
   const ports = [c.port, c.proxyPort, c.socksPort].filter((p) => p !== 0);
   if (new Set(ports).size !== ports.length) {
@@ -268,6 +291,12 @@ export function loadConfig(env: Env = process.env): Config {
     proxyPort: r.int('ROTA_PROXY_PORT', 8080, 0, 65535),
     socksPort: r.int('ROTA_SOCKS_PORT', 1080, 0, 65535),
     tunnelIdleTimeoutS: r.int('ROTA_TUNNEL_IDLE_TIMEOUT_S', 300, 1, 86_400),
+    bans: {
+      statusCodes: parseStatusCodes(r, 'ROTA_BAN_STATUS_CODES', [403, 429]),
+      cooldownS: r.int('ROTA_BAN_COOLDOWN_S', 300, 1, 86_400),
+      maxCooldownS: r.int('ROTA_BAN_MAX_COOLDOWN_S', 3600, 1, 604_800),
+    },
+    proxyMaxInFlight: r.int('ROTA_PROXY_MAX_IN_FLIGHT', 0, 0, 100_000),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     r.problems.push(

@@ -1,5 +1,8 @@
 import type { Logger } from 'pino';
 import { AuditLog } from './audit/audit.ts';
+import { CooldownTable } from './bans/cooldowns.ts';
+import { BanJudge } from './bans/judge.ts';
+import { BanPolicyHolder } from './bans/policy.ts';
 import { BreakerRegistry } from './breaker/registry.ts';
 import type { BreakerStateName } from './breaker/types.ts';
 import type { Config } from './config.ts';
@@ -44,6 +47,9 @@ export interface Services {
   readonly pool: Pool;
   readonly settings: RuntimeSettings;
   readonly retry: RetryPolicyHolder;
+  readonly banPolicy: BanPolicyHolder;
+  /** Ban cool-downs of (proxy, host) pairs. */
+  readonly cooldowns: CooldownTable;
   readonly breakers: BreakerRegistry;
   readonly dispatchers: DispatcherCache;
   readonly selector: Selector;
@@ -88,6 +94,7 @@ function buildMetrics(
   clock: Clock,
   pool: Pool,
   breakers: BreakerRegistry,
+  cooldowns: CooldownTable,
   processMetrics: boolean,
 ) {
   const proxyExists = (id: string) => pool.get(id) !== undefined;
@@ -109,6 +116,7 @@ function buildMetrics(
       breakerStates: () =>
         pool.all().map((e) => ({ proxyId: e.record.id, state: breakers.state(e.record.id) })),
       proxyExists,
+      cooldownsActive: () => cooldowns.activeCount(),
       defaultMetrics: processMetrics,
     }),
   };
@@ -139,8 +147,26 @@ export async function createServices(
     ...(o.upstreamTls ? { tls: o.upstreamTls } : {}),
     ...(o.upstreamCloseGraceMs === undefined ? {} : { closeGraceMs: o.upstreamCloseGraceMs }),
   });
-  const selector = new Selector(pool, breakers, settings, { random, now: clock.now });
-  const { stats, retryMetrics, prom } = buildMetrics(config, clock, pool, breakers, o.processMetrics ?? true);
+  const cooldowns = new CooldownTable({ now: clock.now });
+  const banPolicy = new BanPolicyHolder(store, config);
+  const selector = new Selector(pool, breakers, settings, {
+    random,
+    now: clock.now,
+    cooldowns,
+    maxInFlight: config.proxyMaxInFlight,
+  });
+  const { stats, retryMetrics, prom } = buildMetrics(
+    config,
+    clock,
+    pool,
+    breakers,
+    cooldowns,
+    o.processMetrics ?? true,
+  );
+  const bans = new BanJudge(banPolicy, cooldowns, (e) => {
+    prom.recordBan(e.status);
+    retryMetrics.recordBan(e.proxyId);
+  });
   const onCall = (call: CallRecord) => {
     stats.recordCall(call);
     retryMetrics.recordCall(call);
@@ -166,6 +192,7 @@ export async function createServices(
     now: clock.now,
     connectTimeoutMs: config.connectTimeoutS * 1000,
     hedgeDelayMs: config.hedgeDelayS * 1000,
+    bans,
   });
   const health = new HealthChecker({
     pool,
@@ -187,6 +214,7 @@ export async function createServices(
       const id = e.record.id;
       selector.removed(e);
       breakers.remove(id);
+      cooldowns.removeProxy(id);
       void dispatchers.close(id);
       stats.removeProxy(id);
       retryMetrics.removeProxy(id);
@@ -216,6 +244,8 @@ export async function createServices(
     pool,
     settings,
     retry,
+    banPolicy,
+    cooldowns,
     breakers,
     dispatchers,
     selector,
@@ -242,6 +272,7 @@ export async function createServices(
   await store.open();
   await settings.load();
   if (await retry.load()) settings.markStored();
+  if (await banPolicy.load()) settings.markStored();
   await pool.load();
   health.start(config.healthCheckIntervalS);
   services.ready = true;

@@ -166,6 +166,7 @@ describe('after N calls with K failed attempts, every view agrees', () => {
       total_retries: s.retries,
       success_by_attempt: s.byAttempt,
       circuit_breaker_events_count: 1,
+      ban_events_count: 0,
       retention_hours: 24,
     });
     const series = await api.data<RetryMetricsJson['timeseries']>('GET', '/metrics/retries/timeseries');

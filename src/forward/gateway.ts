@@ -1,4 +1,5 @@
 import type { Duplex, Readable } from 'node:stream';
+import { banHost } from '../bans/judge.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import type { Executor } from '../outbound/executor.ts';
 import type { Selector } from '../outbound/selector.ts';
@@ -61,7 +62,7 @@ export class ForwardGateway {
       params,
     );
     if (blocked) return { ok: false, refusal: blocked };
-    return this.#run(tunnelWork(this.#d.dispatchers, target), params, signal);
+    return this.#run(tunnelWork(this.#d.dispatchers, target), params, signal, banHost(target));
   }
 
   async request(
@@ -73,16 +74,17 @@ export class ForwardGateway {
     if (blocked) return { ok: false, refusal: blocked };
     const hasBody = r.body !== null;
     const work = streamedWork(this.#d.dispatchers, { ...r, idleTimeoutMs: this.#d.idleTimeoutMs }, hasBody);
-    return this.#run(work, params, signal);
+    return this.#run(work, params, signal, banHost(r.url));
   }
 
-  async #run<R>(work: Work<R>, params: ProxyParams, signal: AbortSignal): Promise<Outcome<R>> {
+  async #run<R>(work: Work<R>, params: ProxyParams, signal: AbortSignal, host: string): Promise<Outcome<R>> {
     try {
       const r = await this.#d.executor.execute<R>({
         work,
         timeoutS: this.#d.settings.get().timeout,
         sessionId: params.sessionId,
         onlyCountry: params.country,
+        host,
         signal,
       });
       return { ok: true, value: r.response, proxyId: r.proxy.record.id };

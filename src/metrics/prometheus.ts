@@ -46,6 +46,8 @@ export interface PromMetricsOptions {
   readonly proxyExists?: (proxyId: string) => boolean;
   /** Process metrics (CPU, memory, event loop, GC), prefixed rota_. Default true. */
   readonly defaultMetrics?: boolean;
+  /** Active ban cool-downs, read at scrape time. */
+  readonly cooldownsActive?: () => number;
   /** Distinct endpoint labels allowed before new ones collapse into `other`. Default 256. */
   readonly maxEndpoints?: number;
 }
@@ -72,6 +74,7 @@ export class PromMetrics {
   readonly #retries: Counter;
   readonly #rateLimited: Counter<'endpoint'>;
   readonly #proxied: Counter<'outcome'>;
+  readonly #bans: Counter<'status'>;
 
   constructor(opts: PromMetricsOptions) {
     this.#proxyExists = opts.proxyExists;
@@ -120,6 +123,20 @@ export class PromMetrics {
       labelNames: ['outcome'],
       registers,
     });
+    this.#bans = new Counter({
+      name: 'rota_bans_total',
+      help: 'Target answers taken as a ban of the proxy (a cool-down of the pair proxy, host), by status',
+      labelNames: ['status'],
+      registers,
+    });
+    new Gauge({
+      name: 'rota_proxy_cooldowns_active',
+      help: 'Pairs (proxy, target host) cooling down after a ban',
+      registers,
+      collect() {
+        this.set(opts.cooldownsActive?.() ?? 0);
+      },
+    });
     registerScrapeGauges(this.registry, opts);
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'rota_' });
   }
@@ -148,6 +165,13 @@ export class PromMetrics {
     if (!this.#tracks(a.proxyId)) return;
     this.#attempts.inc({ proxy_id: a.proxyId, outcome: a.outcome });
     this.#upstreamLatency.observe({ proxy_id: a.proxyId }, safeMs(a.latencyMs) / 1000);
+  }
+
+  /** A ban; `status` is the target's status (a body-pattern ban may have any). */
+  recordBan(status: number): void {
+    this.#bans.inc({
+      status: Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : 'other',
+    });
   }
 
   rateLimited(endpoint: string | undefined): void {

@@ -53,6 +53,7 @@ describe('RetryMetrics', () => {
       total_retries: 3,
       success_by_attempt: { '1': 2, '3': 1 },
       circuit_breaker_events_count: 7,
+      ban_events_count: 0,
       retention_hours: 24,
     });
   });
@@ -88,10 +89,11 @@ describe('RetryMetrics', () => {
     );
   });
 
-  it('aggregates by proxy over the requested hours, breaker opens included', () => {
+  it('aggregates by proxy over the requested hours, breaker opens and bans included', () => {
     const { c, m } = setup();
     m.recordCall(call(true, [A, B], 400)); // A fails 200 ms, B succeeds 200 ms
     m.recordBreakerOpen(A);
+    m.recordBan(B);
     c.t += 2 * HOUR_MS;
     m.recordCall(call(true, [A], 100));
     const all = m.byProxy(24);
@@ -102,6 +104,7 @@ describe('RetryMetrics', () => {
       failure_count: 1,
       avg_latency: 0.15,
       circuit_breaker_opens: 1,
+      bans: 0,
     });
     assert.deepEqual(all[B], {
       proxy_id: B,
@@ -110,6 +113,7 @@ describe('RetryMetrics', () => {
       failure_count: 0,
       avg_latency: 0.2,
       circuit_breaker_opens: 0,
+      bans: 1,
     });
     const recent = m.byProxy(1);
     assert.deepEqual(Object.keys(recent), [A]);

@@ -5,6 +5,8 @@ export interface RetrySummaryJson {
   total_retries: number;
   success_by_attempt: Record<string, number>;
   circuit_breaker_events_count: number;
+  /** Bans (a target refusing a proxy's address) within the retention window, beside breaker events. */
+  ban_events_count: number;
   retention_hours: number;
 }
 
@@ -28,6 +30,8 @@ export interface RetryProxyJson {
   /** Seconds. */
   avg_latency: number;
   circuit_breaker_opens: number;
+  /** Bans of this proxy by target sites. */
+  bans: number;
 }
 
 /** Spec 2.9, the whole `data` of GET /metrics/retry. */
@@ -56,6 +60,7 @@ interface ProxyHour {
   successes: number;
   latencySumMs: number;
   breakerOpens: number;
+  bans: number;
 }
 
 interface HourBucket {
@@ -122,6 +127,11 @@ export class RetryMetrics {
     if (p) p.breakerOpens++;
   }
 
+  recordBan(proxyId: string): void {
+    const p = this.#proxyHour(this.#current(), proxyId);
+    if (p) p.bans++;
+  }
+
   /** Drops every hourly record of the proxy. */
   removeProxy(proxyId: string): void {
     for (const b of this.#buckets.values()) b.proxies.delete(proxyId);
@@ -130,9 +140,11 @@ export class RetryMetrics {
   /** Over the whole retention window. */
   summary(): RetrySummaryJson {
     let total_retries = 0;
+    let bans = 0;
     const byAttempt = new Map<number, number>();
     for (const b of this.#window(this.retentionHours)) {
       total_retries += b.retries;
+      for (const p of b.proxies.values()) bans += p.bans;
       for (const [n, c] of b.successByAttempt) byAttempt.set(n, (byAttempt.get(n) ?? 0) + c);
     }
     const success_by_attempt: Record<string, number> = {};
@@ -142,6 +154,7 @@ export class RetryMetrics {
       total_retries,
       success_by_attempt,
       circuit_breaker_events_count: this.#breakerEventsCount(),
+      ban_events_count: bans,
       retention_hours: this.retentionHours,
     };
   }
@@ -166,11 +179,12 @@ export class RetryMetrics {
     const sums = new Map<string, ProxyHour>();
     for (const b of this.#window(hours)) {
       for (const [id, p] of b.proxies) {
-        const s = sums.get(id) ?? { attempts: 0, successes: 0, latencySumMs: 0, breakerOpens: 0 };
+        const s = sums.get(id) ?? { attempts: 0, successes: 0, latencySumMs: 0, breakerOpens: 0, bans: 0 };
         s.attempts += p.attempts;
         s.successes += p.successes;
         s.latencySumMs += p.latencySumMs;
         s.breakerOpens += p.breakerOpens;
+        s.bans += p.bans;
         sums.set(id, s);
       }
     }
@@ -183,6 +197,7 @@ export class RetryMetrics {
         failure_count: s.attempts - s.successes,
         avg_latency: s.attempts === 0 ? 0 : s.latencySumMs / s.attempts / 1000,
         circuit_breaker_opens: s.breakerOpens,
+        bans: s.bans,
       };
     }
     return out;
@@ -239,7 +254,7 @@ export class RetryMetrics {
     let p = b.proxies.get(proxyId);
     if (p) return p;
     if (this.#proxyExists && !this.#proxyExists(proxyId)) return undefined;
-    p = { attempts: 0, successes: 0, latencySumMs: 0, breakerOpens: 0 };
+    p = { attempts: 0, successes: 0, latencySumMs: 0, breakerOpens: 0, bans: 0 };
     b.proxies.set(proxyId, p);
     return p;
   }

@@ -1,6 +1,7 @@
+import type { TargetAnswer } from '../bans/detect.ts';
 import type { Permit } from '../breaker/types.ts';
 import type { AttemptRecord } from '../metrics/calls.ts';
-import { recordAttempt } from '../pool/health.ts';
+import { recordAttempt, recordBanned } from '../pool/health.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { UpstreamError } from '../upstream/types.ts';
 import type { Selector } from './selector.ts';
@@ -12,8 +13,9 @@ import type { Work } from './work.ts';
  *   Permit ──▶ Work.run() through the proxy ──▶ result ──▶ breaker, health, strategy, attempt record
  */
 
+/** `banned`: the target refused this proxy's address (bans/); the pair is cooling down already. */
 export type AttemptResult<R> =
-  | { type: 'response'; response: R; retryable: boolean }
+  | { type: 'response'; response: R; retryable: boolean; banned: boolean }
   | { type: 'error'; error: UpstreamError };
 
 /** An attempt's result, and where its record went in the call's attempt records (-1: not recorded). */
@@ -25,6 +27,8 @@ export interface Settled<R> {
 export interface AttemptDeps {
   readonly selector: Selector;
   readonly monotonic: () => number;
+  /** Ban detection: true when the answer banned the proxy for `host`. */
+  readonly bans?: { judge(proxyId: string, host: string, answer: TargetAnswer): boolean } | undefined;
 }
 
 export interface AttemptInput<R> {
@@ -33,6 +37,8 @@ export interface AttemptInput<R> {
   /** 1-based attempt number within the call. */
   readonly n: number;
   readonly work: Work<R>;
+  /** The target's host, for bans; undefined when there is none to judge. */
+  readonly host: string | undefined;
   readonly deadline: number;
   readonly signal?: AbortSignal | undefined;
   readonly onResponseStart?: (() => void) | undefined;
@@ -47,12 +53,14 @@ export async function runAttempt<R>(d: AttemptDeps, a: AttemptInput<R>): Promise
   let result: AttemptResult<R>;
   try {
     const response = await a.work.run(a);
-    const status = a.work.status(response);
-    result = {
-      type: 'response',
-      response,
-      retryable: status !== null && a.retryStatusCodes.includes(status),
-    };
+    const answer = a.work.answer(response);
+    const banned =
+      answer !== null &&
+      a.host !== undefined &&
+      d.bans !== undefined &&
+      d.bans.judge(a.entry.record.id, a.host, answer);
+    const retryable = answer !== null && a.retryStatusCodes.includes(answer.status);
+    result = { type: 'response', response, retryable, banned };
   } catch (err) {
     const error =
       err instanceof UpstreamError
@@ -69,7 +77,7 @@ export async function runAttempt<R>(d: AttemptDeps, a: AttemptInput<R>): Promise
 }
 
 function outcomeOf<R>(r: AttemptResult<R>, proxyFault: boolean): AttemptRecord['outcome'] {
-  if (r.type === 'response') return r.retryable ? 'target_error' : 'success';
+  if (r.type === 'response') return r.retryable || r.banned ? 'target_error' : 'success';
   if (r.error.kind === 'timeout' || r.error.kind === 'queue_timeout') return 'timeout';
   return proxyFault ? 'proxy_error' : 'target_error';
 }
@@ -81,16 +89,20 @@ function outcomeOf<R>(r: AttemptResult<R>, proxyFault: boolean): AttemptRecord['
 function settle<R>(d: AttemptDeps, a: AttemptInput<R>, r: AttemptResult<R>, latencyMs: number): number {
   const proxyFault = r.type === 'error' && r.error.proxyFault;
   const aborted = r.type === 'error' && r.error.kind === 'aborted';
-  a.permit.release(aborted ? 'neutral' : proxyFault ? 'failure' : 'success');
+  // A ban is the site's answer about this address: it neither helps nor harms the breaker or health.
+  const banned = r.type === 'response' && r.banned;
+  a.permit.release(aborted || banned ? 'neutral' : proxyFault ? 'failure' : 'success');
   if (aborted) return -1;
-  recordAttempt(a.entry, !proxyFault, proxyFault, latencyMs);
-  d.selector.record(a.entry, { ok: r.type === 'response' && !r.retryable, latencyMs, proxyFault });
+  if (banned) recordBanned(a.entry, latencyMs);
+  else recordAttempt(a.entry, !proxyFault, proxyFault, latencyMs);
+  const ok = r.type === 'response' && !r.retryable && !r.banned;
+  d.selector.record(a.entry, { ok, latencyMs, proxyFault });
   a.attempts.push({
     proxyId: a.entry.record.id,
     attempt: a.n,
     outcome: outcomeOf(r, proxyFault),
     latencyMs,
-    ...(r.type === 'error' ? { kind: r.error.kind } : {}),
+    ...(r.type === 'error' ? { kind: r.error.kind } : banned ? { kind: 'banned' } : {}),
   });
   return a.attempts.length - 1;
 }

@@ -1,3 +1,4 @@
+import type { TargetAnswer } from '../bans/detect.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { AttemptRecord, CallRecord } from '../metrics/calls.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
@@ -20,6 +21,8 @@ export interface CallInput<R> {
   country?: string | undefined;
   /** A hard filter: only proxies of this country (the listeners). */
   onlyCountry?: string | undefined;
+  /** The target's host (bans/banHost): cool-downs of that host apply, and answers are judged for bans. */
+  host?: string | undefined;
   signal?: AbortSignal;
 }
 
@@ -45,6 +48,8 @@ export interface ExecutorDeps {
   onLateAttempt: (attempt: AttemptRecord) => void;
   /** Where a failure of that late bookkeeping is reported: it must never become an unhandled rejection. */
   onError: (err: unknown) => void;
+  /** Ban detection (bans/judge.ts); none: answers are never judged. */
+  bans?: { judge(proxyId: string, host: string, answer: TargetAnswer): boolean } | undefined;
 }
 
 /** What every step of one call needs. */

@@ -120,8 +120,16 @@ export class Executor {
       if (inflight.size > 0) return 'none';
       if (!(await this.waitBeforeRetry(c, s, attempts.length + 1))) return 'none';
     }
-    const entry = this.d.selector.pick(this.selection(c, s));
+    const sel = this.selection(c, s);
+    const entry = this.d.selector.pick(sel);
     if (!entry) {
+      // Every proxy that could serve is at ROTA_PROXY_MAX_IN_FLIGHT: wait for a slot, not overload one.
+      if (inflight.size === 0 && this.d.selector.cappedOnly(sel)) {
+        const left = deadline - this.d.monotonic();
+        if (await this.d.selector.waitForSlot(left, c.input.signal)) return 'again';
+        if (s.answer) return 'none';
+        throw callError(s.lastError, s.failed, true);
+      }
       if (s.tried.size === 0) throw this.poolEmpty(c.input.onlyCountry);
       return 'none';
     }
@@ -134,8 +142,10 @@ export class Executor {
   }
 
   private selection<R>(c: Call<R>, s: CallState<R>) {
-    const { sessionId, country, onlyCountry } = c.input;
-    return { exclude: s.tried, sessionId, country, onlyCountry };
+    const { sessionId, country, onlyCountry, host } = c.input;
+    // The first pick of a call may fall back to the pair whose cool-down ends first; a retry may not
+    // (with no proxy free of a cool-down left, the caller gets the site's answer).
+    return { exclude: s.tried, sessionId, country, onlyCountry, host, coolingFallback: s.tried.size === 0 };
   }
 
   /** Starts attempt `n` through `entry`, cancellable on its own when it may run beside another. */
@@ -158,6 +168,7 @@ export class Executor {
         permit,
         n,
         work: input.work,
+        host: input.host,
         deadline: slice,
         retryStatusCodes: policy.retry_status_codes,
         attempts: c.attempts,
@@ -202,6 +213,8 @@ export class Executor {
       // A retryable answer kept so far is superseded by this one: free it.
       if (s.answer) c.input.work.discard(s.answer.result.response);
       s.answer = { result: { response: result.response, proxy: entry, attempts: s.made }, at: recordAt };
+      // Banned: another proxy, at once (the site refused an address, it is not overloaded).
+      if (result.banned) return c.replayable ? 'next' : 'stop';
       if (!result.retryable) return 'done';
       s.pause = true;
       return c.replayable ? 'next' : 'stop';

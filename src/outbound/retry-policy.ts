@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { Value } from 'typebox/value';
+import { StoredPolicy } from '../control/stored-policy.ts';
 import type { ProxyStore } from '../store/types.ts';
 
 export const BACKOFF = ['exponential', 'linear', 'fixed'] as const;
@@ -50,49 +50,9 @@ export function backoffSeconds(p: RetryPolicy, attempt: number, random: () => nu
 }
 
 /** The live policy. `max_attempts` is the same value as the config's `max_retries` (DECISIONS). */
-export class RetryPolicyHolder {
-  private current: RetryPolicy;
-  private readonly store: ProxyStore;
-
-  private readonly base: RetryPolicy;
-  private overrides: Readonly<RetryPolicyUpdate> = {};
-
+export class RetryPolicyHolder extends StoredPolicy<RetryPolicy> {
   constructor(store: ProxyStore, maxAttempts: number) {
-    this.store = store;
-    this.base = Object.freeze({ ...DEFAULT_POLICY, max_attempts: maxAttempts });
-    this.current = this.base;
-  }
-
-  /**
-   * Applies what earlier PUTs stored. Only the fields a PUT set are stored, so a field nobody changed at
-   * runtime keeps following its environment variable (ROTA_MAX_RETRIES) across restarts; a stored value
-   * that is no longer valid (a database from another version) is ignored.
-   */
-  async load(): Promise<boolean> {
-    const saved = await this.store.getSetting(KEY);
-    if (!saved || typeof saved !== 'object' || Array.isArray(saved)) return false;
-    const overrides: Record<string, unknown> = {};
-    for (const [key, schema] of Object.entries(RetryPolicySchema.properties)) {
-      const v = (saved as Record<string, unknown>)[key];
-      if (v !== undefined && Value.Check(schema, v)) overrides[key] = v;
-    }
-    this.overrides = Object.freeze(overrides as RetryPolicyUpdate);
-    this.current = Object.freeze({ ...this.base, ...this.overrides });
-    return true;
-  }
-
-  get(): RetryPolicy {
-    return this.current;
-  }
-
-  /** Explicit null resets a nullable field; absent fields stay. Persist first, then swap. */
-  async update(patch: RetryPolicyUpdate): Promise<RetryPolicy> {
-    const overrides = Object.freeze({ ...this.overrides, ...patch });
-    const next = Object.freeze({ ...this.base, ...overrides });
-    await this.store.putSetting(KEY, overrides);
-    this.overrides = overrides;
-    this.current = next;
-    return next;
+    super(store, KEY, RetryPolicySchema, { ...DEFAULT_POLICY, max_attempts: maxAttempts });
   }
 }
 

@@ -1,3 +1,4 @@
+import type { CooldownTable } from '../bans/cooldowns.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { StrategyName } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
@@ -5,6 +6,7 @@ import type { Pool, ProxyEntry } from '../pool/pool.ts';
 import { createStrategy } from '../rotation/index.ts';
 import { SessionTable } from '../rotation/sessions.ts';
 import type { AttemptOutcome, Candidates, SelectionRequest, Strategy } from '../rotation/types.ts';
+import { type EligibilityDeps, earliestCooled, eligibility, SlotWaiters } from './eligibility.ts';
 
 /**
  * Joins the pool, the breakers, the session table and the configured strategy. The strategy is swapped
@@ -15,8 +17,9 @@ import type { AttemptOutcome, Candidates, SelectionRequest, Strategy } from '../
  *                          ▼
  *                 strategy.select(eligible members) ──▶ pinned for the session, if any
  *
- * Every rule about who may serve (breaker, exclusions) is one predicate, `eligible`: the session table
- * and the strategies only ever see it, never re-implement it.
+ * Every rule about who may serve (breaker, exclusions, country, in-flight cap, ban cool-downs) is one
+ * predicate (eligibility.ts): the session table and the strategies only ever see it, never re-implement
+ * it.
  */
 export class Selector {
   private strategy: Strategy;
@@ -26,17 +29,25 @@ export class Selector {
   private readonly settings: RuntimeSettings;
   private readonly deps: { random: () => number; now: () => number };
   private readonly sessions: SessionTable;
+  private readonly rules: EligibilityDeps;
+  private readonly slots = new SlotWaiters();
 
   constructor(
     pool: Pool,
     breakers: BreakerRegistry,
     settings: RuntimeSettings,
-    deps: { random: () => number; now: () => number },
+    deps: {
+      random: () => number;
+      now: () => number;
+      cooldowns?: CooldownTable | null;
+      maxInFlight?: number;
+    },
   ) {
     this.pool = pool;
     this.breakers = breakers;
     this.settings = settings;
     this.deps = deps;
+    this.rules = { breakers, cooldowns: deps.cooldowns ?? null, maxInFlight: deps.maxInFlight ?? 0 };
     this.sessions = new SessionTable({ now: deps.now });
     this.strategy = this.build(settings.get().rotation_strategy);
   }
@@ -59,9 +70,22 @@ export class Selector {
 
   /** Whether a pick for `req` could return a member now, without advancing any strategy. */
   hasCandidate(req: SelectionRequest): boolean {
-    const eligible = this.eligibility(req);
+    const eligible = eligibility(this.rules, req);
     for (const e of this.pool.all()) if (eligible(e)) return true;
     return false;
+  }
+
+  /** True when a pick finds nobody only because every eligible member is at its in-flight cap. */
+  cappedOnly(req: SelectionRequest): boolean {
+    if (this.rules.maxInFlight === 0) return false;
+    const eligible = eligibility(this.rules, req, 'cap');
+    for (const e of this.pool.all()) if (eligible(e)) return true;
+    return false;
+  }
+
+  /** Waits for an attempt to end (a slot may be free): true when one did, false at `ms` or on abort. */
+  waitForSlot(ms: number, signal?: AbortSignal): Promise<boolean> {
+    return this.slots.wait(ms, signal);
   }
 
   /** Ids of the members of `country` (the listeners' hard filter), for a Retry-After over just them. */
@@ -71,19 +95,8 @@ export class Selector {
     return out;
   }
 
-  /** The one predicate of who may serve `req` now. */
-  private eligibility(req: SelectionRequest): (e: ProxyEntry) => boolean {
-    const { exclude, onlyCountry } = req;
-    const breakers = this.breakers;
-    if (onlyCountry !== undefined) {
-      return (e) =>
-        e.record.country === onlyCountry && !exclude?.has(e.record.id) && breakers.isAdmissible(e.record.id);
-    }
-    return (e) => !exclude?.has(e.record.id) && breakers.isAdmissible(e.record.id);
-  }
-
   pick(req: SelectionRequest): ProxyEntry | null {
-    const candidates: Candidates = { members: this.pool.all(), eligible: this.eligibility(req) };
+    const candidates: Candidates = { members: this.pool.all(), eligible: eligibility(this.rules, req) };
     const strategy = this.current();
     const id = req.sessionId;
     const chosen =
@@ -92,8 +105,11 @@ export class Selector {
         : this.sessions.select(id, candidates.eligible, (ok) =>
             strategy.select({ members: candidates.members, eligible: ok }, { country: req.country }),
           );
-    if (chosen) this.lastRotationAt = this.deps.now();
-    return chosen;
+    // Every proxy is cooling down for this host: the one whose cool-down ends first, rather than none.
+    const picked =
+      chosen ?? (req.coolingFallback ? earliestCooled(this.rules, req, candidates.members) : null);
+    if (picked) this.lastRotationAt = this.deps.now();
+    return picked;
   }
 
   /** Sessions pinned now (idle ones are dropped lazily). */
@@ -109,6 +125,7 @@ export class Selector {
   inFlight(e: ProxyEntry, delta: 1 | -1): void {
     e.inFlight += delta;
     this.strategy.inFlightChanged?.(e);
+    if (delta < 0 && this.slots.size > 0) this.slots.wakeOne();
   }
 
   added(e: ProxyEntry): void {

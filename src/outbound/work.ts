@@ -1,3 +1,4 @@
+import type { TargetAnswer } from '../bans/detect.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 
 /**
@@ -37,8 +38,11 @@ export interface Work<R> {
   readonly method: string;
   readonly replay: Replay;
   run(a: AttemptRun): Promise<R>;
-  /** The target's status in `r`, for the retry policy's `retry_status_codes`; null when not HTTP. */
-  status(r: R): number | null;
+  /**
+   * The target's answer in `r`, for the retry policy's `retry_status_codes` and for ban detection; null
+   * when it is not an HTTP answer (a tunnel). `body` is null when it is not in memory (streamed).
+   */
+  answer(r: R): TargetAnswer | null;
   /** `r` will not reach the caller (a later answer won, or the caller left): free what it holds. */
   discard(r: R): void;
 }

@@ -34,7 +34,7 @@ export function bufferedWork(
         signal: a.signal,
         onResponseStart: a.onResponseStart,
       }),
-    status: (r) => r.statusCode,
+    answer: (r) => ({ status: r.statusCode, headers: r.headers, body: r.body }),
     discard: () => {},
   };
 }
@@ -58,7 +58,7 @@ export function streamedWork(
         signal: a.signal,
         onResponseStart: a.onResponseStart,
       }),
-    status: (r) => r.statusCode,
+    answer: (r) => ({ status: r.statusCode, headers: r.headers, body: null }),
     discard: (r) => r.body.destroy(),
   };
 }
@@ -89,7 +89,7 @@ export function tunnelWork(dispatchers: DispatcherCache, target: TunnelTarget): 
         a.signal?.removeEventListener('abort', gone);
       }
     },
-    status: () => null,
+    answer: () => null,
     discard: (socket) => socket.destroy(),
   };
 }

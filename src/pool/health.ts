@@ -26,3 +26,9 @@ export function recordAttempt(e: ProxyEntry, ok: boolean, proxyFault: boolean, l
     e.health = healthAfter(e.consecutiveFailures);
   }
 }
+
+/** A ban (bans/): the request went through, the site refused the address. Counted, health untouched. */
+export function recordBanned(e: ProxyEntry, latencyMs: number): void {
+  e.stats.total++;
+  e.stats.latencySumMs += latencyMs;
+}

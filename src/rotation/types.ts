@@ -11,6 +11,10 @@ export interface SelectionRequest {
   readonly country?: string | undefined;
   /** A hard filter (the listeners' `country`): only members of this country are eligible. */
   readonly onlyCountry?: string | undefined;
+  /** The target's host: members cooling down for it (bans/) are not eligible. */
+  readonly host?: string | undefined;
+  /** When every otherwise eligible member is cooling down for `host`, the one whose cool-down ends first. */
+  readonly coolingFallback?: boolean | undefined;
 }
 
 /** The outcome of an attempt through a proxy, as strategies learn from it. */

@@ -12,9 +12,9 @@ import {
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
 import { ApiError, type DetailItem } from '../errors.ts';
+import { invalidConfig, isRecord, item, schemaProblems } from '../problems.ts';
 import { routeLimit } from '../rate-limit.ts';
 import { Envelope, errorResponses } from '../schemas/common.ts';
-import { toDetail } from '../validation.ts';
 
 const RateLimits = Type.Object({
   default_limit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
@@ -43,17 +43,6 @@ const ConfigUpdate = Type.Object(
 type ConfigUpdateT = Static<typeof ConfigUpdate>;
 
 const ORIGIN = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
-
-function invalidConfig(items: DetailItem[]): ApiError {
-  return new ApiError('INVALID_CONFIGURATION', 'Invalid configuration values', {
-    details: items,
-    detail: items,
-  });
-}
-
-function item(loc: (string | number)[], msg: string, input: unknown): DetailItem {
-  return { loc: ['body', ...loc], msg, type: 'value_error', input, ctx: {} };
-}
 
 function view(services: Services, retry: RetryPolicyHolder) {
   const s = services.settings.get();
@@ -88,20 +77,6 @@ function checkOrigins(body: unknown, allowCredentials: boolean): DetailItem[] {
     }
   });
   return out;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-/**
- * The route keeps going after a schema failure (`attachValidation`) so that the schema's findings and
- * the checks the schema cannot express are reported together: every problem in one answer.
- */
-function schemaProblems(req: FastifyRequest): DetailItem[] {
-  const err = req.validationError;
-  if (!err) return [];
-  return toDetail(err.validation, err.validationContext, req);
 }
 
 /** The cross-field rules of the retry policy, on the policy the update would produce. */

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { banHost } from '../../bans/judge.ts';
 import { poolEmptyError } from '../../outbound/call-error.ts';
 import { bufferedWork } from '../../outbound/works.ts';
 import { proxyView } from '../../pool/view.ts';
@@ -121,6 +122,7 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
         };
         const r = await executor.execute({
           work: bufferedWork(services.dispatchers, target, services.config.maxResponseBytes),
+          host: banHost(target.url),
           timeoutS: b.timeout ?? services.settings.get().timeout,
           sessionId: b.session_id,
           country: b.country?.toUpperCase(),

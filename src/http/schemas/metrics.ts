@@ -43,6 +43,7 @@ export const RetrySummarySchema = Type.Object({
   total_retries: Type.Integer(),
   success_by_attempt: Type.Record(Type.String(), Type.Integer()),
   circuit_breaker_events_count: Type.Integer(),
+  ban_events_count: Type.Integer({ description: 'Bans (a site refusing a proxy address) within retention' }),
   retention_hours: Type.Integer(),
 });
 
@@ -61,6 +62,7 @@ export const RetryProxySchema = Type.Object({
   failure_count: Type.Integer(),
   avg_latency: Type.Number({ description: 'seconds' }),
   circuit_breaker_opens: Type.Integer(),
+  bans: Type.Integer({ description: 'Bans of this proxy by target sites' }),
 });
 
 export const RetryMetricsSchema = Type.Object({

@@ -1,0 +1,148 @@
+import type { FastifyPluginAsync } from 'fastify';
+import { type Static, Type } from 'typebox';
+import {
+  BanPolicySchema,
+  type BanPolicyUpdate,
+  BanPolicyUpdateSchema,
+  banPolicyProblems,
+} from '../../bans/policy.ts';
+import type { Services } from '../../services.ts';
+import { ok } from '../envelope.ts';
+import { invalidConfig, isRecord, item, schemaProblems } from '../problems.ts';
+import { routeLimit } from '../rate-limit.ts';
+import { Envelope, errorResponses } from '../schemas/common.ts';
+
+/**
+ * The ban policy and the cool-down table (bans/): read and change the policy (persisted like the config),
+ * list the active cool-downs, and end them.
+ */
+
+/** A host as Rota keys cool-downs: a lower-case name or IP address, no port, no brackets. */
+const HOST = '^[A-Za-z0-9._:-]{1,253}$';
+
+const BansQuery = Type.Object(
+  {
+    host: Type.Optional(Type.String({ pattern: HOST, description: 'Only this host (lower case, no port)' })),
+    page: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1 }),
+    page_size: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
+  },
+  { additionalProperties: false },
+);
+
+const ClearQuery = Type.Object(
+  { host: Type.Optional(Type.String({ pattern: HOST, description: 'Only this host; without it, all' })) },
+  { additionalProperties: false },
+);
+
+const CooldownView = Type.Object({
+  proxy_id: Type.String({ format: 'uuid' }),
+  host: Type.String(),
+  until: Type.String({ format: 'date-time' }),
+  count: Type.Integer({ minimum: 1, description: 'Bans of this pair in a row (the cool-down doubles)' }),
+});
+
+const BansPage = Type.Object({
+  items: Type.Array(CooldownView),
+  total: Type.Integer(),
+  page: Type.Integer(),
+  page_size: Type.Integer(),
+  has_next: Type.Boolean(),
+});
+
+export function banRoutes(services: Services): FastifyPluginAsync {
+  const { banPolicy, cooldowns } = services;
+  return async (app) => {
+    app.get(
+      '/ban-policy',
+      {
+        schema: {
+          tags: ['bans'],
+          summary: 'Current ban policy',
+          response: { 200: Envelope(BanPolicySchema), ...errorResponses() },
+        },
+      },
+      async (req) => ok(req, banPolicy.get()),
+    );
+
+    app.put<{ Body: BanPolicyUpdate }>(
+      '/ban-policy',
+      {
+        attachValidation: true,
+        config: {
+          validation: 'config',
+          audit: 'ban_policy.update',
+          rateLimit: routeLimit('config', services.config, services.settings),
+        },
+        schema: {
+          tags: ['bans'],
+          summary: 'Change the ban policy (partial)',
+          description:
+            'Every invalid value is reported (400 INVALID_CONFIGURATION) and then nothing is changed. ' +
+            'Patterns are plain case-insensitive substrings of the first 64 KiB of a body.',
+          body: BanPolicyUpdateSchema,
+          response: { 200: Envelope(BanPolicySchema), ...errorResponses(400, 413, 415, 422) },
+        },
+      },
+      async (req) => {
+        const fromSchema = schemaProblems(req);
+        const cross =
+          fromSchema.length === 0 && isRecord(req.body)
+            ? banPolicyProblems(banPolicy.get(), req.body).map((m) => item([m.split(' ')[0] ?? ''], m, null))
+            : [];
+        const problems = [...fromSchema, ...cross];
+        if (problems.length > 0) throw invalidConfig(problems);
+        const policy = await banPolicy.update(req.body);
+        if (services.store.backend !== 'memory') services.settings.markStored();
+        return ok(req, policy);
+      },
+    );
+
+    app.get<{ Querystring: Static<typeof BansQuery> }>(
+      '/bans',
+      {
+        schema: {
+          tags: ['bans'],
+          summary: 'Active cool-downs of (proxy, host) pairs, oldest ban first',
+          querystring: BansQuery,
+          response: { 200: Envelope(BansPage), ...errorResponses(422) },
+        },
+      },
+      async (req) => {
+        const { host, page, page_size } = req.query;
+        const all = cooldowns.active(host?.toLowerCase());
+        const start = (page - 1) * page_size;
+        const items = all.slice(start, start + page_size).map((c) => ({
+          proxy_id: c.proxyId,
+          host: c.host,
+          until: new Date(c.until).toISOString(),
+          count: c.count,
+        }));
+        return ok(req, {
+          items,
+          total: all.length,
+          page,
+          page_size,
+          has_next: start + page_size < all.length,
+        });
+      },
+    );
+
+    app.delete<{ Querystring: Static<typeof ClearQuery> }>(
+      '/bans',
+      {
+        config: { audit: 'bans.clear' },
+        schema: {
+          tags: ['bans'],
+          summary: "End the cool-downs of a host (without `host`: every host's)",
+          querystring: ClearQuery,
+          response: { 204: Type.Null({ description: 'Cleared' }), ...errorResponses(422) },
+        },
+      },
+      async (req, reply) => {
+        cooldowns.clear(req.query.host?.toLowerCase());
+        reply.code(204);
+        return null;
+      },
+    );
+  };
+}
