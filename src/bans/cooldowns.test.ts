@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { CooldownTable } from './cooldowns.ts';
+import { banSignal, retryAfterSeconds } from './detect.ts';
+
+const terms = (retryAfterS: number | null = null) => ({ cooldownS: 300, maxCooldownS: 3600, retryAfterS });
+
+describe('cool-down table', () => {
+  it('doubles on each repeat up to the maximum; a repeat is within max_cooldown_s of the last end', () => {
+    const clock = { t: 0 };
+    const table = new CooldownTable({ now: () => clock.t });
+    const seconds = () => ((table.forHost('a.example')?.get('p')?.until ?? 0) - clock.t) / 1000;
+    const durations: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      table.ban('p', 'a.example', terms());
+      durations.push(seconds());
+      clock.t += seconds() * 1000 + 1000; // banned again 1 s after the cool-down ended
+    }
+    assert.deepEqual(durations, [300, 600, 1200, 2400, 3600, 3600]);
+    clock.t += 3601 * 1000; // more than max_cooldown_s after the last end: counting starts again
+    table.ban('p', 'a.example', terms());
+    assert.equal(seconds(), 300);
+    assert.equal(table.forHost('a.example')?.get('p')?.count, 1);
+  });
+
+  it('honours a longer Retry-After, capped at the maximum; a shorter one does not shorten it', () => {
+    const table = new CooldownTable({ now: () => 0 });
+    assert.equal(table.ban('p', 'h', terms(900)).until, 900_000);
+    assert.equal(table.ban('q', 'h', terms(99_999)).until, 3_600_000);
+    assert.equal(table.ban('r', 'h', terms(5)).until, 300_000);
+  });
+
+  it('lists active pairs by host, clears by host or all, forgets a removed proxy', () => {
+    const clock = { t: 0 };
+    const table = new CooldownTable({ now: () => clock.t });
+    table.ban('p', 'a', terms());
+    table.ban('q', 'a', terms());
+    table.ban('p', 'b', terms());
+    assert.equal(table.active('a').length, 2);
+    assert.equal(table.activeCount(), 3);
+    table.removeProxy('p');
+    assert.deepEqual(
+      table.active().map((c) => `${c.proxyId}@${c.host}`),
+      ['q@a'],
+    );
+    assert.equal(table.clear('a'), 1);
+    assert.equal(table.size, 0);
+    table.ban('p', 'a', terms());
+    clock.t += 301_000;
+    assert.equal(table.activeCount(), 0, 'ended cool-downs are not active');
+    assert.equal(table.size, 1, 'but kept, to count repeats');
+  });
+
+  it('never holds more than its bound, dropping the oldest ban first (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ p: fc.nat(30), h: fc.nat(30), dt: fc.nat(10_000) }), { maxLength: 300 }),
+        (bans) => {
+          const clock = { t: 0 };
+          const table = new CooldownTable({ now: () => clock.t, max: 50 });
+          for (const b of bans) {
+            clock.t += b.dt;
+            table.ban(`p${b.p}`, `h${b.h}`, terms());
+            assert.ok(table.size <= 50);
+            assert.ok(table.forHost(`h${b.h}`)?.get(`p${b.p}`), 'the newest ban is always kept');
+          }
+        },
+      ),
+    );
+  });
+});
+
+describe('ban signals', () => {
+  const policy = {
+    enabled: true,
+    status_codes: [403, 429],
+    body_patterns: ['Captcha'],
+    cooldown_s: 1,
+    max_cooldown_s: 2,
+  };
+  const answer = (status: number, body = '', headers: Record<string, string> = {}) => ({
+    status,
+    headers,
+    body: Buffer.from(body),
+  });
+
+  it('by status, by a case-insensitive pattern in the first 64 KiB only, never when disabled', () => {
+    assert.ok(banSignal(policy, answer(403), 0));
+    assert.equal(banSignal(policy, answer(404), 0), undefined);
+    assert.ok(banSignal(policy, answer(200, 'please solve the CAPTCHA'), 0));
+    assert.equal(banSignal(policy, answer(200, `${'x'.repeat(64 * 1024)}captcha`), 0), undefined);
+    assert.equal(banSignal({ ...policy, enabled: false }, answer(403), 0), undefined);
+    assert.equal(banSignal(policy, { status: 200, headers: {}, body: null }, 0), undefined);
+  });
+
+  it('reads Retry-After as seconds or an HTTP date', () => {
+    assert.equal(retryAfterSeconds('120', 0), 120);
+    assert.equal(retryAfterSeconds(new Date(90_000).toUTCString(), 0), 90);
+    assert.equal(retryAfterSeconds('soon', 0), null);
+    assert.equal(retryAfterSeconds(undefined, 0), null);
+    assert.deepEqual(banSignal(policy, answer(429, '', { 'retry-after': '30' }), 0), { retryAfterS: 30 });
+  });
+});
