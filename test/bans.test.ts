@@ -90,6 +90,13 @@ describe('bans on POST request', () => {
     assert.equal(page.total, 3);
     assert.deepEqual(new Set(page.items.map((i) => i.proxy_id)), new Set(banned));
     assert.ok(page.items.every((i) => i.host === '127.0.0.2' && i.count === 1));
+    for (let i = 0; i < 6; i++) {
+      const next = await t.app.inject({ url: '/api/v1/rotate?host=127.0.0.2' });
+      assert.ok(
+        !banned.includes((next.json() as { data: { id: string } }).data.id),
+        'rotate?host= passes them over',
+      );
+    }
     const none = await t.app.inject({ url: '/api/v1/bans?host=127.0.0.1' });
     assert.equal((none.json() as { data: { total: number } }).data.total, 0);
     const metrics = (await t.app.inject({ url: '/metrics' })).body;

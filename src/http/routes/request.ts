@@ -140,7 +140,7 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
       },
     );
 
-    app.get<{ Querystring: { session_id?: string; country?: string } }>(
+    app.get<{ Querystring: { session_id?: string; country?: string; host?: string } }>(
       '/rotate',
       {
         schema: {
@@ -155,6 +155,8 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
         const e = selector.pick({
           sessionId: req.query.session_id,
           country: req.query.country?.toUpperCase(),
+          host: req.query.host?.toLowerCase(),
+          coolingFallback: true,
         });
         // Same answer as a request would get, Retry-After included when every breaker is open.
         if (!e) throw poolEmptyError(services.breakers.earliestHalfOpenAt(), services.clock.now());

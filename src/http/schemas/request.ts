@@ -45,4 +45,10 @@ export const ProxiedResponse = Type.Object({
 export const RotateQuery = Type.Object({
   session_id: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
   country: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2}$' })),
+  host: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9._:-]{1,253}$',
+      description: 'Pick as for a request to this host: proxies cooling down for it (bans) are passed over',
+    }),
+  ),
 });
