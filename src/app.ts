@@ -13,6 +13,7 @@ import { banRoutes } from './http/routes/bans.ts';
 import { breakerRoutes } from './http/routes/breakers.ts';
 import { configRoutes } from './http/routes/config.ts';
 import { healthCheckRoutes } from './http/routes/health-check.ts';
+import { importRoutes } from './http/routes/import.ts';
 import { apiMetricsRoutes, rootMetricsRoutes } from './http/routes/metrics.ts';
 import { monitoringRoutes } from './http/routes/monitoring.ts';
 import { proxyRoutes } from './http/routes/proxies.ts';
@@ -102,6 +103,7 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
   await app.register(
     async (api) => {
       await api.register(proxyRoutes(services));
+      await api.register(importRoutes(services));
       await api.register(healthCheckRoutes(services));
       await api.register(monitoringRoutes(services, () => services.selector.lastRotation));
       await api.register(requestRoutes(services));

@@ -121,10 +121,13 @@ describe('config', () => {
     );
   });
 
-  it('refuses several workers until shared state exists', () => {
+  it('refuses several workers without shared state and a shared pool', () => {
+    const problems = problemsOf({ ROTA_WORKERS: '2' });
+    assert.ok(problems.some((p) => p.includes('ROTA_REDIS_URL')));
+    assert.ok(problems.some((p) => p.includes('ROTA_STORAGE_PATH or ROTA_DATABASE_URL')));
     assert.deepEqual(
-      problemsOf({ ROTA_WORKERS: '2' }).map((p) => p.split(':')[0]),
-      ['ROTA_WORKERS'],
+      problemsOf({ ROTA_WORKERS: '2', ROTA_REDIS_URL: 'redis://127.0.0.1:6379', ROTA_STORAGE_PATH: '/tmp/x.db' }),
+      [],
     );
   });
 });

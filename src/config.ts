@@ -48,6 +48,8 @@ export interface Config {
   readonly publicMetrics: boolean;
   readonly maxBodyBytes: number;
   readonly maxResponseBytes: number;
+  /** Largest bulk import (`POST proxies/import`) and largest proxy-source answer read. */
+  readonly maxImportBytes: number;
   readonly connectTimeoutS: number;
   /** After this long without an answer through an unproven proxy, a GET/HEAD/OPTIONS call also asks another. 0: never. */
   readonly hedgeDelayS: number;
@@ -224,6 +226,11 @@ function crossChecks(r: Reader, c: Config): void {
       'ROTA_CORS_ORIGINS: the wildcard "*" cannot be combined with ROTA_CORS_ALLOW_CREDENTIALS=true',
     );
   }
+  if (c.databaseUrl !== null && r.raw('ROTA_SECRET_KEY') === undefined) {
+    r.problems.push(
+      'ROTA_SECRET_KEY: required when ROTA_DATABASE_URL is set (credentials are encrypted with it)',
+    );
+  }
   if (c.bans.maxCooldownS < c.bans.cooldownS) {
     r.problems.push('ROTA_BAN_MAX_COOLDOWN_S: must be at least ROTA_BAN_COOLDOWN_S');
   }
@@ -234,9 +241,12 @@ function crossChecks(r: Reader, c: Config): void {
     );
   }
   if (c.workers > 1 && !c.redisUrl) {
-    r.problems.push('ROTA_WORKERS: more than 1 worker needs shared state (ROTA_REDIS_URL), not built yet');
-  } else if (c.workers > 1) {
-    r.problems.push('ROTA_WORKERS: more than 1 worker is not supported yet (shared state is not built)');
+    r.problems.push('ROTA_WORKERS: more than 1 worker needs shared state (ROTA_REDIS_URL)');
+  }
+  if (c.workers > 1 && !c.storagePath && !c.databaseUrl) {
+    r.problems.push(
+      'ROTA_WORKERS: more than 1 worker needs a shared pool (ROTA_STORAGE_PATH or ROTA_DATABASE_URL)',
+    );
   }
 }
 
@@ -278,6 +288,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicMetrics: r.bool('ROTA_PUBLIC_METRICS', false),
     maxBodyBytes: r.int('ROTA_MAX_BODY_BYTES', 1_048_576, 1_024, 1_073_741_824),
     maxResponseBytes: r.int('ROTA_MAX_RESPONSE_BYTES', 10_485_760, 1_024, 1_073_741_824),
+    maxImportBytes: r.int('ROTA_MAX_IMPORT_BYTES', 16_777_216, 1_024, 1_073_741_824),
     connectTimeoutS: r.num('ROTA_CONNECT_TIMEOUT_S', 5, 0.1, 300),
     hedgeDelayS: r.num('ROTA_HEDGE_DELAY_S', 1, 0, 300),
     breaker: {

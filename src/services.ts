@@ -10,16 +10,18 @@ import { RuntimeSettings } from './control/settings.ts';
 import { Listeners } from './forward/listeners.ts';
 import { HealthChecker } from './health/checker.ts';
 import { ClientIpResolver } from './http/client-ip.ts';
-import { MemoryRateCounter, type RateCounter } from './lib/rate-counter.ts';
+import type { RateCounter } from './lib/rate-counter.ts';
 import type { AttemptRecord, CallRecord } from './metrics/calls.ts';
 import { PromMetrics } from './metrics/prometheus.ts';
 import { RetryMetrics } from './metrics/retry.ts';
+import { CallSeries } from './metrics/series.ts'; // dashboard
 import { StatsAggregator } from './metrics/stats.ts';
 import { Executor } from './outbound/executor.ts';
 import { RetryPolicyHolder } from './outbound/retry-policy.ts';
 import { Selector } from './outbound/selector.ts';
 import { Pool, type ProxyEntry } from './pool/pool.ts';
 import type { ProxyStatus } from './pool/types.ts';
+import { createSharedState, type SharedState } from './shared-state/shared.ts';
 import { SsrfGuard } from './ssrf/guard.ts';
 import { openStore } from './store/open.ts';
 import type { ProxyStore } from './store/types.ts';
@@ -57,6 +59,8 @@ export interface Services {
   readonly ssrf: SsrfGuard;
   readonly health: HealthChecker;
   readonly stats: StatsAggregator;
+  /** Per-second call series and per-proxy figures for the dashboard. */
+  readonly series: CallSeries;
   readonly retryMetrics: RetryMetrics;
   readonly prom: PromMetrics;
   readonly audit: AuditLog;
@@ -65,6 +69,8 @@ export interface Services {
   readonly listeners: Listeners;
   /** Rate-limit counts of every door (API and listeners). */
   readonly rateCounter: RateCounter;
+  /** Whether and how runtime state is shared with other instances (shared-state/). */
+  readonly shared: SharedState;
   readonly startedAt: number;
   /** True once storage is open and the pool loaded (`/ready`). */
   ready: boolean;
@@ -163,12 +169,16 @@ export async function createServices(
     cooldowns,
     o.processMetrics ?? true,
   );
+  const shared = createSharedState(config.redisUrl, logger);
   const bans = new BanJudge(banPolicy, cooldowns, (e) => {
     prom.recordBan(e.status);
     retryMetrics.recordBan(e.proxyId);
+    shared.banned(e.proxyId, e.host, e.until, e.count);
   });
+  const series = new CallSeries({ now: clock.now, pool }); // dashboard
   const onCall = (call: CallRecord) => {
     stats.recordCall(call);
+    series.recordCall(call); // dashboard
     retryMetrics.recordCall(call);
     prom.recordCall(call);
   };
@@ -221,7 +231,7 @@ export async function createServices(
       prom.removeProxy(id);
     },
   });
-  const rateCounter = new MemoryRateCounter();
+  const rateCounter = shared.counter;
   const audit = new AuditLog(logger, config.auditLog);
   const listeners = new Listeners({
     config,
@@ -253,18 +263,21 @@ export async function createServices(
     ssrf,
     health,
     stats,
+    series, // dashboard
     retryMetrics,
     prom,
     audit,
     listeners,
     clientIp: new ClientIpResolver(config.trustedProxies, config.clientIpHeader),
     rateCounter,
+    shared,
     startedAt: clock.now(),
     ready: false,
     async close() {
       services.ready = false;
       await health.stop();
       await listeners.close();
+      await shared.close();
       await dispatchers.closeAll();
       await store.close();
     },
@@ -274,6 +287,24 @@ export async function createServices(
   if (await retry.load()) settings.markStored();
   if (await banPolicy.load()) settings.markStored();
   await pool.load();
+  await shared.start({
+    pool,
+    breakers,
+    sessions: selector.sessionTable,
+    cooldowns,
+    registry: prom.registry,
+    ownTotals: () => stats.totals(),
+    reloadSettings: async () => {
+      await settings.load();
+      await retry.load();
+      await banPolicy.load();
+    },
+    onSettingsChange: (l) => {
+      settings.onChange(l);
+      retry.onChange(l);
+      banPolicy.onChange(l);
+    },
+  });
   health.start(config.healthCheckIntervalS);
   services.ready = true;
   return services;

@@ -63,6 +63,22 @@ export class CooldownTable {
     return entry;
   }
 
+  /** Another instance's ban (shared state): the same cool-down here. */
+  applyRemote(proxyId: string, host: string, until: number, count: number): void {
+    let perHost = this.#byHost.get(host);
+    if (perHost === undefined) {
+      perHost = new Map();
+      this.#byHost.set(host, perHost);
+    }
+    const entry = perHost.get(proxyId) ?? { proxyId, host, until: 0, count: 0 };
+    entry.until = Math.max(entry.until, until);
+    entry.count = Math.max(entry.count, count);
+    perHost.set(proxyId, entry);
+    this.#order.delete(entry);
+    this.#order.add(entry);
+    this.#bound();
+  }
+
   /** The pairs of `host` (active or not), or undefined when it has none: fetched once per selection. */
   forHost(host: string): ReadonlyMap<string, Cooldown> | undefined {
     return this.#byHost.get(host);
@@ -88,8 +104,12 @@ export class CooldownTable {
     return n;
   }
 
+  /** Told when cool-downs are cleared here (shared state tells the other instances). */
+  onClear: ((host: string | null) => void) | null = null;
+
   /** Forgets the pairs of `host` (all pairs without it); returns how many active ones ended. */
-  clear(host?: string): number {
+  clear(host?: string, remote = false): number {
+    if (!remote) this.onClear?.(host ?? null);
     const gone = this.active(host).length;
     if (host === undefined) {
       this.#byHost.clear();

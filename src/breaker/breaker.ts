@@ -189,6 +189,22 @@ export class CircuitBreaker {
     if (drop > 0) this.failures.splice(0, drop);
   }
 
+  /**
+   * Another instance's breaker for this proxy opened or closed (shared state): take the same state, with
+   * its time, so that half-open comes at the same moment everywhere. An older word is ignored.
+   */
+  applyRemote(to: 'open' | 'closed', at: number, failures: number): void {
+    if (at < this.lastChange) return;
+    const p = this.observe();
+    if (to === 'closed' && p.kind !== 'closed') {
+      this.failures = [];
+      this.transition(CLOSED, 'manual_reset', at);
+    } else if (to === 'open') {
+      this.failures = [];
+      this.transition({ kind: 'open', since: at, failureCount: failures }, 'threshold', at);
+    }
+  }
+
   private transition(next: Phase, reason: Reason, at: number): void {
     const from = this.phase.kind;
     this.phase = next;

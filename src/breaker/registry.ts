@@ -89,6 +89,19 @@ export class BreakerRegistry {
     return true;
   }
 
+  /** True while a remote state is being applied: its events are not news to tell the others. */
+  applyingRemote = false;
+
+  /** Another instance's transition (shared state); see CircuitBreaker.applyRemote. */
+  applyRemote(id: string, to: 'open' | 'closed', at: number, failures: number): void {
+    this.applyingRemote = true;
+    try {
+      this.ensure(id).applyRemote(to, at, failures);
+    } finally {
+      this.applyingRemote = false;
+    }
+  }
+
   /** Forgets a proxy's breaker; permits still out for it become no-ops. Its past events stay in history. */
   remove(id: string): boolean {
     return this.breakers.delete(id);

@@ -36,6 +36,7 @@ export class RuntimeSettings {
   private current: Readonly<RuntimeSettingsData>;
   private sourceValue: ConfigSource = 'environment';
   private readonly store: ProxyStore;
+  private readonly listeners: (() => void)[] = [];
   readonly rateWindowMs: number;
 
   constructor(config: Config, store: ProxyStore) {
@@ -91,7 +92,13 @@ export class RuntimeSettings {
     this.overrides = overrides;
     this.current = next;
     if (this.store.backend !== 'memory') this.sourceValue = 'storage';
+    for (const l of this.listeners) l();
     return next;
+  }
+
+  /** Told after every update or restore made here (shared state tells the other instances). */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
   }
 
   /** Puts back an earlier state (an update whose companion write failed is undone with this). */
@@ -99,6 +106,7 @@ export class RuntimeSettings {
     await this.store.putSetting(STORAGE_KEY, s.overrides);
     this.overrides = s.overrides;
     this.current = s.current;
+    for (const l of this.listeners) l();
   }
 }
 

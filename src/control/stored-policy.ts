@@ -14,6 +14,7 @@ export class StoredPolicy<T extends object> {
   readonly #store: ProxyStore;
   readonly #key: string;
   readonly #schema: TObject;
+  readonly #listeners: (() => void)[] = [];
 
   constructor(store: ProxyStore, key: string, schema: TObject, base: T) {
     this.#store = store;
@@ -48,6 +49,12 @@ export class StoredPolicy<T extends object> {
     await this.#store.putSetting(this.#key, overrides);
     this.#overrides = overrides;
     this.#current = next;
+    for (const l of this.#listeners) l();
     return next;
+  }
+
+  /** Told after every update made here (shared state tells the other instances). */
+  onChange(listener: () => void): void {
+    this.#listeners.push(listener);
   }
 }

@@ -54,7 +54,7 @@ export async function handleAbsolute(
     writeRefusal(res, refusal('BAD_REQUEST', why));
     return;
   }
-  const door = admit(d.auth, req);
+  const door = await admit(d.auth, req);
   if (!door.ok) {
     d.metrics.answered('http', door.refusal.code);
     writeRefusal(res, door.refusal);

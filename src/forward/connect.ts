@@ -54,7 +54,7 @@ export async function handleConnect(
     writeRawRefusal(socket, refusal('BAD_REQUEST', 'CONNECT needs host:port with a port from 1 to 65535'));
     return;
   }
-  const door = admit(d.auth, req);
+  const door = await admit(d.auth, req);
   if (!door.ok) {
     d.metrics.answered('connect', door.refusal.code);
     writeRawRefusal(socket, door.refusal);

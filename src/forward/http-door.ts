@@ -32,12 +32,12 @@ function one(v: string | string[] | undefined): string | undefined {
 }
 
 /** The client's parameters, or the refusal to answer with. */
-export function admit(
+export async function admit(
   auth: ListenerAuth,
   req: IncomingMessage,
-): { ok: true; params: ProxyParams } | { ok: false; refusal: Refusal } {
+): Promise<{ ok: true; params: ProxyParams } | { ok: false; refusal: Refusal }> {
   const creds = basicCredentials(one(req.headers['proxy-authorization']));
-  const verdict = auth.check({
+  const verdict = await auth.check({
     listener: 'http',
     clientIp: req.socket.remoteAddress ?? '',
     method: req.method ?? '',

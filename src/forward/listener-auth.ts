@@ -48,11 +48,11 @@ export class ListenerAuth {
     return this.#d.requireAuth;
   }
 
-  check(p: Presented): Verdict {
+  async check(p: Presented): Promise<Verdict> {
     if (!this.#d.requireAuth) return { type: 'ok' };
     const rate = this.#d.rate();
     const key = defaultLimitKey(`ip:${ipBucket(p.clientIp)}`);
-    const seen = this.#d.counter.peek(key, rate.windowMs);
+    const seen = await this.#d.counter.peek(key, rate.windowMs);
     // Not audit-logged: the refusals that led here were, and a flood must not become a flood of lines.
     if (seen.count >= rate.limit) {
       return { type: 'limited', retryAfterS: Math.max(1, Math.ceil(seen.ttlMs / 1000)) };
@@ -62,7 +62,7 @@ export class ListenerAuth {
     if (given !== null && this.#expected !== null && timingSafeEqual(given, this.#expected)) {
       return { type: 'ok' };
     }
-    this.#d.counter.incr(key, rate.windowMs);
+    await this.#d.counter.incr(key, rate.windowMs);
     this.#audit(p, 407, 'denied');
     return { type: 'refused' };
   }

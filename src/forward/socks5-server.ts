@@ -47,6 +47,7 @@ export interface Socks5Deps {
 type State =
   | { readonly step: 'greeting' }
   | { readonly step: 'auth' }
+  | { readonly step: 'checking' }
   | { readonly step: 'request'; readonly params: ProxyParams }
   | { readonly step: 'connecting' };
 
@@ -120,7 +121,12 @@ class Socks5Connection {
       if (this.#socket.destroyed) this.#d.metrics.answered('socks5', 'BAD_REQUEST');
       return;
     }
-    const verdict = this.#d.auth.check({
+    this.#state = { step: 'checking' };
+    this.#check(creds).catch(() => this.#socket.destroy());
+  }
+
+  async #check(creds: { username: string; password: string }): Promise<void> {
+    const verdict = await this.#d.auth.check({
       listener: 'socks5',
       clientIp: this.#socket.remoteAddress ?? '',
       method: 'SOCKS5',
@@ -138,6 +144,7 @@ class Socks5Connection {
     }
     this.#socket.write(authStatus(true));
     this.#state = { step: 'request', params: params.params };
+    this.#advance();
   }
 
   #request(params: ProxyParams): void {

@@ -100,6 +100,11 @@ function errorHandler(unmatched: Answer) {
       return sendError(req, reply, err.statusCode, err.code, err.message, err.details, err.detail);
     }
     if (err.validation) return validationFailed(err, req, reply);
+    // The store's StorageUnavailableError (PostgreSQL gone): nothing was written, the client may retry.
+    if (err.code === 'STORAGE_UNAVAILABLE') {
+      req.log.warn({ err }, 'storage unavailable');
+      return sendError(req, reply, 503, 'STORAGE_UNAVAILABLE', 'Storage is unavailable; try again later');
+    }
     // Fastify refuses a QUERY without Content-Type (RFC 10008) before it looks for a route: an unmatched
     // QUERY gets the 404 or 405 that any other unknown method gets, not a 400.
     if (err.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' && req.is404) return unmatched(req, reply);

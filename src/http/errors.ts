@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   INVALID_CONFIGURATION: 400,
   INTERNAL_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
+  // A write refused because the shared database (PostgreSQL) is unreachable; reads go on from memory.
+  STORAGE_UNAVAILABLE: 503,
   UNAUTHORIZED: 401,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,

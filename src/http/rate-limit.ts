@@ -37,7 +37,11 @@ export function counterStore(counter: RateCounter): FastifyRateLimitStoreCtor {
       timeWindow: number,
     ): void {
       const c = counter.incr(`${this.#ns}|${key}`, timeWindow);
-      cb(null, { current: c.count, ttl: c.ttlMs });
+      if (!(c instanceof Promise)) return cb(null, { current: c.count, ttl: c.ttlMs });
+      c.then(
+        (r) => cb(null, { current: r.count, ttl: r.ttlMs }),
+        (err: Error) => cb(err),
+      );
     }
     child(routeOptions: object): FastifyRateLimitStore {
       return new CounterStore(routeOptions as { groupId?: string });

@@ -14,11 +14,15 @@ export interface Count {
   readonly ttlMs: number;
 }
 
+/**
+ * In-process counters answer at once; shared ones (Redis) answer with a promise, one round trip each.
+ * Callers handle both without paying a microtask for the local case.
+ */
 export interface RateCounter {
   /** Counts one hit for `key` in a window of `windowMs`. */
-  incr(key: string, windowMs: number): Count;
+  incr(key: string, windowMs: number): Count | Promise<Count>;
   /** The current count without counting (0 when the window is over). */
-  peek(key: string, windowMs: number): Count;
+  peek(key: string, windowMs: number): Count | Promise<Count>;
 }
 
 interface Window {

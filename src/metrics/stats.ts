@@ -92,6 +92,16 @@ export class StatsAggregator {
     return n / RPS_WINDOW_S;
   }
 
+  /** This process's call totals (shared state sums them across instances). */
+  totals(): { calls: number; failed: number; latencySumMs: number; rps: number } {
+    return {
+      calls: this.#calls,
+      failed: this.#failedCalls,
+      latencySumMs: this.#latencySumMs,
+      rps: this.requestsPerSecond(),
+    };
+  }
+
   snapshot(): StatsJson {
     const proxy_stats: ProxyStatsJson[] = [];
     for (const [proxy_id, t] of this.#proxies) {

@@ -112,6 +112,11 @@ export class Selector {
     return picked;
   }
 
+  /** The session table (shared state replicates its pins). */
+  get sessionTable(): SessionTable {
+    return this.sessions;
+  }
+
   /** Sessions pinned now (idle ones are dropped lazily). */
   get sessionCount(): number {
     return this.sessions.size;

@@ -26,6 +26,8 @@ export interface ProxyEntry {
   consecutiveFailures: number;
   inFlight: number;
   readonly stats: ProxyStats;
+  /** With shared state: the cluster-wide counters of this proxy (shared-state/cluster-stats.ts). */
+  cluster?: ProxyStats;
 }
 
 export interface AddProxyInput {
@@ -36,6 +38,12 @@ export interface AddProxyInput {
   country?: string | undefined;
   tags?: string[] | undefined;
 }
+
+/** What became of one input of `addMany`, in input order. */
+export type BulkOutcome =
+  | { readonly kind: 'created'; readonly entry: ProxyEntry }
+  | { readonly kind: 'duplicate' }
+  | { readonly kind: 'invalid'; readonly reason: string };
 
 export interface PoolListener {
   added?(entry: ProxyEntry): void;
@@ -123,6 +131,77 @@ export class Pool {
     return entry;
   }
 
+  /**
+   * Adds every valid, new input in ONE store transaction, then to the pool, telling listeners of each. An
+   * input that repeats an earlier one or a member (or one being added) is a duplicate. All or nothing
+   * against the store: when another writer took an identity meanwhile, nothing is added (409).
+   */
+  async addMany(inputs: readonly AddProxyInput[]): Promise<BulkOutcome[]> {
+    const outcomes: (BulkOutcome | ProxyRecord)[] = [];
+    const keys: string[] = [];
+    const seen = new Set<string>();
+    for (const input of inputs) {
+      const record = this.tryBuild(input);
+      if (typeof record === 'string') {
+        outcomes.push({ kind: 'invalid', reason: record });
+        continue;
+      }
+      const key = identityKey(record);
+      if (seen.has(key) || this.byIdentity.has(key) || this.pending.has(key)) {
+        outcomes.push({ kind: 'duplicate' });
+        continue;
+      }
+      seen.add(key);
+      keys.push(key);
+      outcomes.push(record);
+    }
+    const records = outcomes.filter((o): o is ProxyRecord => 'id' in o);
+    for (const key of keys) this.pending.add(key);
+    try {
+      await this.store.insertMany(records);
+    } catch (err) {
+      if (err instanceof DuplicateProxyError) {
+        throw new ApiError('PROXY_ALREADY_EXISTS', 'Another writer added some of these proxies meanwhile', {
+          details: { stored: 0 },
+        });
+      }
+      throw err;
+    } finally {
+      for (const key of keys) this.pending.delete(key);
+    }
+    return outcomes.map((o) => {
+      if (!('id' in o)) return o;
+      const entry = this.insertEntry(o);
+      for (const l of this.listeners) l.added?.(entry);
+      return { kind: 'created', entry };
+    });
+  }
+
+  /**
+   * The record an input would become (a fresh id, never stored), for checks made before adding it, such
+   * as a source's health probe. Throws INVALID_PROXY_FORMAT like `add`.
+   */
+  draft(input: AddProxyInput): ProxyRecord {
+    return this.buildRecord(input);
+  }
+
+  /** True when a member, or one being added, has this record's identity (URL + username). */
+  knows(record: ProxyRecord): boolean {
+    const key = identityKey(record);
+    return this.byIdentity.has(key) || this.pending.has(key);
+  }
+
+  /** The record, or why the input is not a valid proxy (never with its credentials). */
+  private tryBuild(input: AddProxyInput): ProxyRecord | string {
+    try {
+      return this.buildRecord(input);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      const details = err.details as { reason?: unknown } | null;
+      return typeof details?.reason === 'string' ? details.reason : 'invalid proxy';
+    }
+  }
+
   async remove(id: string): Promise<boolean> {
     const entry = this.byId.get(id);
     if (!entry) return false;
@@ -134,6 +213,48 @@ export class Pool {
     if (idx !== -1) this.ordered.splice(idx, 1);
     for (const l of this.listeners) l.removed?.(entry);
     return true;
+  }
+
+  /** The store's records, as they are now (shared state compares them with the pool after an outage). */
+  storeRecords(): AsyncIterable<ProxyRecord> {
+    return this.store.loadAll();
+  }
+
+  /** True while a change made by another instance is applied: listeners need not tell it back. */
+  applyingRemote = false;
+
+  /**
+   * Another instance added proxy `id` to the shared store (shared state): read it from there and add it
+   * here, unless it is here already. False when the store does not have it (removed meanwhile).
+   */
+  async applyRemoteAdd(id: string): Promise<boolean> {
+    if (this.byId.has(id)) return true;
+    const record = await this.store.get(id);
+    if (record === null || this.byId.has(id)) return record !== null;
+    this.applyingRemote = true;
+    try {
+      const entry = this.insertEntry(record);
+      for (const l of this.listeners) l.added?.(entry);
+    } finally {
+      this.applyingRemote = false;
+    }
+    return true;
+  }
+
+  /** Another instance removed proxy `id` from the shared store: drop it here without writing. */
+  applyRemoteRemove(id: string): void {
+    const entry = this.byId.get(id);
+    if (!entry) return;
+    this.byId.delete(id);
+    this.byIdentity.delete(identityKey(entry.record));
+    const idx = this.ordered.indexOf(entry);
+    if (idx !== -1) this.ordered.splice(idx, 1);
+    this.applyingRemote = true;
+    try {
+      for (const l of this.listeners) l.removed?.(entry);
+    } finally {
+      this.applyingRemote = false;
+    }
   }
 
   matches(entry: ProxyEntry, filter: StatusFilter | undefined): boolean {

@@ -3,7 +3,8 @@ import type { Pool, ProxyEntry } from './pool.ts';
 /** The public shape of a proxy (spec 2.2 plus DECISIONS extras). Never includes credentials. */
 export function proxyView(pool: Pool, e: ProxyEntry) {
   const r = e.record;
-  const s = e.stats;
+  // With shared state, the cluster's counters of this proxy (within 2 s); otherwise this process's.
+  const s = e.cluster ?? e.stats;
   return {
     id: r.id,
     url: e.url,

@@ -32,6 +32,8 @@ export class SessionTable {
   private readonly sessions = new Map<string, Pin>();
   private readonly faults = new WeakMap<ProxyEntry, number>();
   private readonly gone = new WeakSet<ProxyEntry>();
+  /** Told of every pin made here (shared state tells the other instances). */
+  onPin: ((id: string, entry: ProxyEntry) => void) | null = null;
 
   constructor(deps: SessionDeps) {
     this.now = deps.now;
@@ -52,7 +54,8 @@ export class SessionTable {
     const pin = this.sessions.get(id);
     this.sessions.delete(id);
     if (pin !== undefined && !this.gone.has(pin.entry) && ok(pin.entry) && !this.faulted(pin)) {
-      return this.pin(id, pin.entry, now);
+      this.place(id, pin.entry, now);
+      return pin.entry;
     }
     // After a failure, prefer any other proxy; the failed one only when it is the last one usable.
     const avoid = pin !== undefined && this.faulted(pin) ? pin.entry : null;
@@ -74,13 +77,25 @@ export class SessionTable {
     return (this.faults.get(pin.entry) ?? 0) !== pin.faultGen;
   }
 
+  /** Another instance pinned session `id` (shared state): the same pin here, not told again. */
+  applyRemote(id: string, entry: ProxyEntry): void {
+    this.sessions.delete(id);
+    this.place(id, entry, this.now());
+  }
+
+  /** A new pin (the strategy's pick): told to `onPin`. */
   private pin(id: string, entry: ProxyEntry, now: number): ProxyEntry {
+    this.place(id, entry, now);
+    this.onPin?.(id, entry);
+    return entry;
+  }
+
+  private place(id: string, entry: ProxyEntry, now: number): void {
     this.sessions.set(id, { entry, expiresAt: now + this.ttlMs, faultGen: this.faults.get(entry) ?? 0 });
     if (this.sessions.size > MAX_SESSIONS) {
       const oldest = this.sessions.keys().next();
       if (!oldest.done) this.sessions.delete(oldest.value);
     }
-    return entry;
   }
 
   /** Idle sessions sit at the front of the map: drop them from there until one is still live. */

@@ -33,7 +33,12 @@ const backends: { name: string; make(): ProxyStore }[] = [
   },
 ];
 
-for (const backend of backends) {
+// Imported by another test file (storeContract for PostgreSQL), this file's own backends are not rerun.
+if (import.meta.main) for (const backend of backends) storeContract(backend.name, backend.make);
+
+/** The whole contract against one backend: `make` returns a new, unopened store on an empty database. */
+export function storeContract(name: string, make: () => ProxyStore): void {
+  const backend = { name, make };
   describe(`ProxyStore contract: ${backend.name}`, () => {
     const made: ProxyStore[] = [];
     const fresh = () => {
@@ -97,6 +102,47 @@ for (const backend of backends) {
       await s.insert(rec({ username: 'alice', protocol: 'https' }));
       await assert.rejects(s.insert(rec({ username: null })), DuplicateProxyError);
       assert.equal(await s.count(), 4);
+    });
+
+    it('inserts many in one go, in the given order, after what was there', async () => {
+      const s = await opened();
+      const first = rec({ port: 1 });
+      await s.insert(first);
+      await s.insertMany([]);
+      const batch = [
+        rec({ port: 2, username: 'bulk-user', password: 'bulk-pw', tags: ['source:a'] }),
+        rec({ port: 3, protocol: 'socks5', country: 'FR', weight: 3 }),
+        rec({ port: 4 }),
+      ];
+      await s.insertMany(batch);
+      assert.equal(await s.count(), 4);
+      assert.deepEqual(await all(s), [first, ...batch]);
+      assert.deepEqual(await s.get(batch[0]!.id), batch[0]);
+      const late = rec({ port: 5 });
+      await s.insert(late);
+      assert.deepEqual(await all(s), [first, ...batch, late]);
+    });
+
+    it('inserts many all or nothing: a taken or repeated identity or id stores none', async () => {
+      const s = await opened();
+      const taken = rec({ username: 'alice' });
+      await s.insert(taken);
+      const fresh = () => [rec({ port: 10 }), rec({ port: 11 })];
+      const cases: ProxyRecord[][] = [
+        [...fresh(), rec({ username: 'alice', password: 'other' })],
+        [...fresh(), rec({ port: 12 }), rec({ port: 12 })],
+        [...fresh(), { ...rec({ port: 13 }), id: taken.id }],
+      ];
+      const twin = rec({ port: 14 });
+      cases.push([twin, { ...rec({ port: 15 }), id: twin.id }]);
+      for (const batch of cases) {
+        await assert.rejects(s.insertMany(batch), DuplicateProxyError);
+        assert.equal(await s.count(), 1, 'nothing of a refused batch is kept');
+      }
+      assert.deepEqual(await all(s), [taken]);
+      const ok = fresh();
+      await s.insertMany(ok);
+      assert.deepEqual(await all(s), [taken, ...ok], 'the identities of refused batches stay free');
     });
 
     it('removes once, then reports false, and frees the identity', async () => {

@@ -36,6 +36,24 @@ export class MemoryStore implements ProxyStore {
     this.records.set(record.id, structuredClone(record));
   }
 
+  async insertMany(records: readonly ProxyRecord[]): Promise<void> {
+    // Checked in full before anything is kept: all or nothing, like a transaction.
+    const keys = new Set<string>();
+    const ids = new Set<string>();
+    for (const r of records) {
+      const key = identityKey(r);
+      if (this.identities.has(key) || keys.has(key) || this.records.has(r.id) || ids.has(r.id)) {
+        throw new DuplicateProxyError();
+      }
+      keys.add(key);
+      ids.add(r.id);
+    }
+    for (const r of records) {
+      this.identities.add(identityKey(r));
+      this.records.set(r.id, structuredClone(r));
+    }
+  }
+
   async remove(id: string): Promise<boolean> {
     const r = this.records.get(id);
     if (!r) return false;

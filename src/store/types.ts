@@ -17,6 +17,11 @@ export interface ProxyStore {
   count(): Promise<number>;
   /** Rejects with DuplicateProxyError when the identity (URL + username) is taken. */
   insert(record: ProxyRecord): Promise<void>;
+  /**
+   * Every record in one transaction, in the given order (bulk import): all or nothing. Rejects with
+   * DuplicateProxyError, and stores none of them, when an identity or id is taken or repeats in the batch.
+   */
+  insertMany(records: readonly ProxyRecord[]): Promise<void>;
   /** Resolves false when no such id. */
   remove(id: string): Promise<boolean>;
   getSetting(key: string): Promise<unknown>;

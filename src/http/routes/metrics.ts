@@ -43,7 +43,7 @@ export function apiMetricsRoutes(services: Services): FastifyPluginAsync {
           response: { 200: Envelope(StatsSchema), ...errorResponses() },
         },
       },
-      async (req) => ok(req, services.stats.snapshot()),
+      async (req) => ok(req, services.shared.statsView(services.stats.snapshot(), services.pool)),
     );
 
     app.get(

@@ -1,0 +1,261 @@
+/**
+ * The dashboard's compact endpoints under /api/v1/dashboard, all behind the API key like the rest of the
+ * API: `info` once per page load, `live` every second (new series samples, breaker events and bans since
+ * the page's cursors, pool counts), `proxies` for one page of the pool table. The page never pulls the
+ * whole pool. `info` and `live` are exempt from the rate limit for callers allowed to read them (like
+ * /metrics: a watching operator must not be throttled), and their pool-wide parts are computed at most
+ * twice a second whatever the number of open dashboards.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { type Static, Type } from 'typebox';
+import type { BreakerEvent } from '../../breaker/types.ts';
+import type { Cooldown } from '../../bans/cooldowns.ts';
+import { STRATEGIES } from '../../config.ts';
+import { SERIES_SECONDS } from '../../metrics/series.ts';
+import { HEALTH_VALUES, PROTOCOLS } from '../../pool/types.ts';
+import type { Services } from '../../services.ts';
+import { VERSION } from '../../version.ts';
+import { BREAKER_STATES, SORT_KEYS, type TableQuery, tablePage } from '../dashboard-table.ts';
+import { ok } from '../envelope.ts';
+import { Envelope, errorResponses, Nullable } from '../schemas/common.ts';
+
+const TAG = ['dashboard'];
+export const LIVE_POLL_MS = 1_000;
+export const TABLE_POLL_MS = 3_000;
+const MEMO_MS = 500;
+const MAX_EVENTS = 100;
+const MAX_BANS = 20;
+
+const Info = Type.Object({
+  version: Type.String(),
+  auth_enabled: Type.Boolean(),
+  strategy: Type.Enum([...STRATEGIES]),
+  strategies: Type.Array(Type.Enum([...STRATEGIES])),
+  bulk_import: Type.Boolean({ description: 'POST proxies/import (text/plain, one URL a line) exists' }),
+  breaker: Type.Object({
+    failure_threshold: Type.Integer(),
+    window_s: Type.Number(),
+    timeout_s: Type.Number(),
+  }),
+  series_interval_s: Type.Integer(),
+  series_window_s: Type.Integer(),
+  live_poll_ms: Type.Integer(),
+  table_poll_ms: Type.Integer(),
+});
+
+const LiveQuery = Type.Object({
+  since: Type.Integer({ minimum: 0, maximum: 1e11, default: 0, description: 'Epoch s: samples after it' }),
+  events_since: Type.Integer({
+    minimum: 0,
+    maximum: 1e14,
+    default: 0,
+    description: 'Epoch ms: breaker events at or after it (the last 15 minutes at most)',
+  }),
+});
+
+const NullableNumbers = Type.Array(Nullable(Type.Number()));
+const Live = Type.Object({
+  now: Type.Integer({ description: 'Epoch ms' }),
+  strategy: Type.Enum([...STRATEGIES]),
+  series: Type.Object({
+    interval_s: Type.Integer(),
+    t: Type.Array(Type.Integer(), { description: 'Epoch s of each finished second' }),
+    requests: Type.Array(Type.Integer()),
+    errors: Type.Array(Type.Integer()),
+    p50_ms: NullableNumbers,
+    p95_ms: NullableNumbers,
+  }),
+  pool: Type.Object({
+    total: Type.Integer(),
+    healthy: Type.Integer(),
+    unhealthy: Type.Integer({ description: 'health degraded, unhealthy or dead' }),
+    breakers: Type.Object({ closed: Type.Integer(), half_open: Type.Integer(), open: Type.Integer() }),
+    in_flight: Type.Integer(),
+  }),
+  breaker_events: Type.Array(
+    Type.Object({
+      proxy_id: Type.String(),
+      url: Nullable(Type.String()),
+      from_state: Type.Enum([...BREAKER_STATES]),
+      to_state: Type.Enum([...BREAKER_STATES]),
+      reason: Type.String(),
+      failure_count: Type.Integer(),
+      timestamp: Type.Integer({ description: 'Epoch ms' }),
+    }),
+  ),
+  bans: Type.Object({
+    active: Type.Integer(),
+    recent: Type.Array(
+      Type.Object({
+        proxy_id: Type.String(),
+        url: Nullable(Type.String()),
+        host: Type.String(),
+        until: Type.Integer({ description: 'Epoch ms' }),
+        count: Type.Integer(),
+      }),
+      { description: 'The most recently banned pairs still cooling down, newest last' },
+    ),
+  }),
+});
+
+const ProxiesQuery = Type.Object({
+  page: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1 }),
+  page_size: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
+  sort: Type.Enum([...SORT_KEYS], { default: 'created' }),
+  order: Type.Enum(['asc', 'desc'], { default: 'asc' }),
+  q: Type.Optional(Type.String({ maxLength: 200, description: 'Part of the URL or id, or a country' })),
+  breaker: Type.Optional(Type.Enum([...BREAKER_STATES])),
+  health: Type.Optional(Type.Enum([...HEALTH_VALUES])),
+});
+
+const Row = Type.Object({
+  id: Type.String(),
+  url: Type.String({ description: 'scheme://host:port; credentials are never shown' }),
+  protocol: Type.Enum([...PROTOCOLS]),
+  country: Nullable(Type.String()),
+  health: Type.Enum([...HEALTH_VALUES]),
+  breaker: Type.Enum([...BREAKER_STATES]),
+  attempts: Type.Integer(),
+  success_rate: Nullable(Type.Number({ description: 'successful attempts / attempts' })),
+  p50_ms: Nullable(Type.Number({ description: 'median of the last 16 successful attempts' })),
+  in_flight: Type.Integer(),
+});
+const ProxiesPage = Type.Object({
+  items: Type.Array(Row),
+  total: Type.Integer(),
+  pool_size: Type.Integer(),
+  page: Type.Integer(),
+  page_size: Type.Integer(),
+  has_next: Type.Boolean(),
+});
+
+/** `fn()` at most once per MEMO_MS; callers in between share the value. */
+function memo<T>(now: () => number, fn: () => T): () => T {
+  let at = Number.NEGATIVE_INFINITY;
+  let value: T | undefined;
+  return () => {
+    const t = now();
+    if (value === undefined || t - at >= MEMO_MS) {
+      value = fn();
+      at = t;
+    }
+    return value;
+  };
+}
+
+function poolCounts(services: Services) {
+  let healthy = 0;
+  let unhealthy = 0;
+  let inFlight = 0;
+  const breakers = { closed: 0, half_open: 0, open: 0 };
+  for (const e of services.pool.all()) {
+    if (e.health === 'healthy') healthy++;
+    else if (e.health !== 'unknown') unhealthy++;
+    inFlight += e.inFlight;
+    const s = services.breakers.state(e.record.id);
+    if (s === 'open') breakers.open++;
+    else if (s === 'half-open') breakers.half_open++;
+    else breakers.closed++;
+  }
+  return { total: services.pool.size, healthy, unhealthy, breakers, in_flight: inFlight };
+}
+
+export function dashboardApiRoutes(services: Services): FastifyPluginAsync {
+  const { pool, breakers, clock, cooldowns, settings, series } = services;
+  const urlOf = (id: string) => pool.get(id)?.url ?? null;
+  const counts = memo(clock.monotonic, () => poolCounts(services));
+  const recentEvents = memo(clock.monotonic, () => breakers.events(clock.now() - SERIES_SECONDS * 1000));
+  const bans = memo(clock.monotonic, () => {
+    const active = cooldowns.active();
+    return { active: active.length, recent: active.slice(-MAX_BANS) };
+  });
+  const eventView = (e: BreakerEvent) => ({
+    proxy_id: e.proxy_id,
+    url: urlOf(e.proxy_id),
+    from_state: e.from_state,
+    to_state: e.to_state,
+    reason: e.reason,
+    failure_count: e.failure_count,
+    timestamp: e.timestamp,
+  });
+  const banView = (c: Cooldown) => ({
+    proxy_id: c.proxyId,
+    url: urlOf(c.proxyId),
+    host: c.host,
+    until: c.until,
+    count: c.count,
+  });
+
+  return async (app) => {
+    let bulkImport: boolean | undefined;
+    app.get(
+      '/dashboard/info',
+      {
+        config: { rateLimit: false },
+        schema: {
+          tags: TAG,
+          summary: 'What the dashboard needs to start (strategies, capabilities, poll periods)',
+          response: { 200: Envelope(Info), ...errorResponses() },
+        },
+      },
+      async (req) => {
+        bulkImport ??= app.hasRoute({ method: 'POST', url: '/api/v1/proxies/import' });
+        return ok(req, {
+          version: VERSION,
+          auth_enabled: services.config.requireAuth,
+          strategy: settings.get().rotation_strategy,
+          strategies: [...STRATEGIES],
+          bulk_import: bulkImport,
+          breaker: {
+            failure_threshold: breakers.settings.failureThreshold,
+            window_s: breakers.settings.windowS,
+            timeout_s: breakers.settings.timeoutS,
+          },
+          series_interval_s: 1,
+          series_window_s: SERIES_SECONDS,
+          live_poll_ms: LIVE_POLL_MS,
+          table_poll_ms: TABLE_POLL_MS,
+        });
+      },
+    );
+
+    app.get<{ Querystring: Static<typeof LiveQuery> }>(
+      '/dashboard/live',
+      {
+        config: { rateLimit: false },
+        schema: {
+          tags: TAG,
+          summary: 'Live figures: series samples, breaker events and bans since the given cursors',
+          querystring: LiveQuery,
+          response: { 200: Envelope(Live), ...errorResponses(422) },
+        },
+      },
+      async (req) => {
+        const { since, events_since } = req.query;
+        const events = recentEvents().filter((e) => e.timestamp >= events_since);
+        const b = bans();
+        return ok(req, {
+          now: clock.now(),
+          strategy: settings.get().rotation_strategy,
+          series: series.samples(since),
+          pool: counts(),
+          breaker_events: events.slice(-MAX_EVENTS).map(eventView),
+          bans: { active: b.active, recent: b.recent.map(banView) },
+        });
+      },
+    );
+
+    app.get<{ Querystring: Static<typeof ProxiesQuery> }>(
+      '/dashboard/proxies',
+      {
+        schema: {
+          tags: TAG,
+          summary: 'One page of the pool table: sorted and filtered on the server',
+          querystring: ProxiesQuery,
+          response: { 200: Envelope(ProxiesPage), ...errorResponses(422) },
+        },
+      },
+      async (req) => ok(req, tablePage(services, req.query as TableQuery)),
+    );
+  };
+}

@@ -1,0 +1,46 @@
+/**
+ * What one instance tells the others (DECISIONS wave 2, "Shared state"). Each notice is small and
+ * idempotent: applying it twice, or after a newer one of the same subject, changes nothing wrong.
+ */
+export type Notice =
+  /** A breaker opened or closed (half-open follows from the open time, on every instance alike). */
+  | {
+      readonly type: 'breaker';
+      readonly id: string;
+      readonly to: 'open' | 'closed';
+      readonly at: number;
+      readonly failures: number;
+    }
+  /** A session was pinned to a proxy. */
+  | { readonly type: 'session'; readonly sid: string; readonly proxyId: string }
+  /** A (proxy, host) pair cools down until `until` (epoch ms). */
+  | {
+      readonly type: 'ban';
+      readonly proxyId: string;
+      readonly host: string;
+      readonly until: number;
+      readonly count: number;
+    }
+  /** The cool-downs of a host (all hosts: null) were cleared. */
+  | { readonly type: 'bans-cleared'; readonly host: string | null }
+  /** A proxy was added to or removed from the shared store. */
+  | { readonly type: 'pool'; readonly op: 'added' | 'removed'; readonly id: string }
+  /** Runtime settings (config, retry or ban policy) changed in the shared store. */
+  | { readonly type: 'settings' }
+  /** This instance's traffic figures, and the proxies whose shared counters it just moved. */
+  | { readonly type: 'stats'; readonly snapshot: InstanceStats; readonly ids: readonly string[] };
+
+export interface InstanceStats {
+  readonly calls: number;
+  readonly failed: number;
+  readonly latencySumMs: number;
+  readonly rps: number;
+}
+
+export interface Envelope {
+  /** The sending instance: an instance ignores its own notices. */
+  readonly from: string;
+  readonly notice: Notice;
+}
+
+export type NoticeHandler = (notice: Notice, from: string) => void;

@@ -1,0 +1,59 @@
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+/**
+ * The connections to Redis, and whether it is reachable. Commands fail fast while it is not (no offline
+ * queue, one retry): shared state is an addition, never a reason for a request to wait or fail, so
+ * every caller has a local fallback. ioredis reconnects by itself; the link logs a loss and a recovery
+ * once each, and tells its listeners when it is back (to resynchronise).
+ */
+export class RedisLink {
+  readonly cmd: Redis;
+  readonly sub: Redis;
+  #up = false;
+  #everUp = false;
+  readonly #onUp: (() => void)[] = [];
+
+  constructor(url: string, logger: Logger) {
+    const opts = {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 1_000,
+      commandTimeout: 1_000,
+      retryStrategy: (times: number) => Math.min(100 * times, 1_000),
+    };
+    this.cmd = new Redis(url, opts);
+    // A subscriber must queue its SUBSCRIBE until connected, or it never hears anything.
+    this.sub = new Redis(url, { ...opts, enableOfflineQueue: true });
+    for (const r of [this.cmd, this.sub]) r.on('error', () => {});
+    this.cmd.on('ready', () => {
+      if (this.#everUp && !this.#up) logger.warn('shared state: Redis is reachable again; resynchronising');
+      this.#up = true;
+      this.#everUp = true;
+      for (const l of this.#onUp) l();
+    });
+    this.cmd.on('close', () => {
+      if (this.#up) logger.error('shared state: Redis unreachable; serving from local state');
+      this.#up = false;
+    });
+  }
+
+  get up(): boolean {
+    return this.#up;
+  }
+
+  onUp(listener: () => void): void {
+    this.#onUp.push(listener);
+  }
+
+  /** Connects both; resolves even when Redis is down (it is retried in the background). */
+  async connect(): Promise<void> {
+    await Promise.allSettled([this.cmd.connect(), this.sub.connect()]);
+  }
+
+  async close(): Promise<void> {
+    this.cmd.disconnect();
+    this.sub.disconnect();
+  }
+}
