@@ -125,9 +125,11 @@ describe('config', () => {
     const problems = problemsOf({ ROTA_WORKERS: '2' });
     assert.ok(problems.some((p) => p.includes('ROTA_REDIS_URL')));
     assert.ok(problems.some((p) => p.includes('ROTA_STORAGE_PATH or ROTA_DATABASE_URL')));
-    assert.deepEqual(
-      problemsOf({ ROTA_WORKERS: '2', ROTA_REDIS_URL: 'redis://127.0.0.1:6379', ROTA_STORAGE_PATH: '/tmp/x.db' }),
-      [],
-    );
+    const ok = loadConfig({
+      ROTA_WORKERS: '2',
+      ROTA_REDIS_URL: 'redis://127.0.0.1:6379',
+      ROTA_STORAGE_PATH: '/tmp/x.db',
+    });
+    assert.equal(ok.workers, 2);
   });
 });
