@@ -7,6 +7,12 @@ command -v tinyproxy >/dev/null 2>&1 || want+=(tinyproxy)
 command -v danted >/dev/null 2>&1 || [ -x /usr/sbin/danted ] || want+=(dante-server)
 command -v promtool >/dev/null 2>&1 || want+=(prometheus)
 command -v chromium >/dev/null 2>&1 || want+=(chromium)
+[ -x /usr/sbin/squid ] || want+=(squid)
+[ -x /usr/bin/curl ] || want+=(curl)
+# Real proxy clients (test/forward-clients*.test.ts): Debian's python3 with requests and PySocks (for
+# socks5h:// proxies), called as /usr/bin/python3 since a pyenv python3 may come first on PATH.
+/usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || want+=(python3-requests)
+/usr/bin/python3 -c 'import socks' >/dev/null 2>&1 || want+=(python3-socks)
 if [ ${#want[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "system-deps: installing ${want[*]}" >&2

@@ -1,13 +1,13 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
- * Real third-party proxies for integration tests: Debian's tinyproxy (HTTP, optional Basic auth) and
- * dante-server (SOCKS4/5, optional username/password). Each runs in the foreground on a free loopback
+ * Real third-party proxies for integration tests: Debian's tinyproxy (HTTP, optional Basic auth),
+ * squid (HTTP forward proxy) and dante-server (SOCKS4/5, optional username/password). Each runs in the foreground on a free loopback
  * port with a generated config, is awaited until it accepts connections, and is killed on close().
  * scripts/system-deps.sh installs both; a missing binary fails loudly, never skips.
  */
@@ -21,6 +21,8 @@ export interface RealProxy {
 
 const TINYPROXY = '/usr/bin/tinyproxy';
 const DANTED = '/usr/sbin/danted';
+const SQUID = '/usr/sbin/squid';
+const SQUID_NCSA_AUTH = '/usr/lib/squid/basic_ncsa_auth';
 
 /** The system user dante checks username/password against (created on demand, left in place). */
 export const SOCKS_TEST_USER = 'rota-socks-test';
@@ -224,4 +226,68 @@ export async function startDante(opts: { auth?: boolean } = {}): Promise<RealPro
   const proxy = await launch('danted', DANTED, ['-f', conf, '-N', '1'], port, dir);
   if (!opts.auth) return proxy;
   return { ...proxy, username: SOCKS_TEST_USER, password: SOCKS_TEST_PASSWORD };
+}
+
+/**
+ * Debian's squid as a plain forward proxy, configured as bench/lib/squid.ts does: no cache, no access
+ * log, no pinger, no Via/X-Forwarded-For, its own pid file and cache.log in a temp folder, foreground
+ * (-N). localhost may use it for anything, CONNECT to any port included (no SSL_ports rule). With `auth`,
+ * Basic proxy auth against an htpasswd file (basic_ncsa_auth): 407 without the right credentials.
+ */
+export async function startSquid(
+  opts: { auth?: { username: string; password: string } } = {},
+): Promise<RealProxy> {
+  requireBinary(SQUID, 'squid');
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'rota-squid-'));
+  const conf = join(dir, 'squid.conf');
+  const access = ['http_access allow localhost'];
+  if (opts.auth) {
+    const { username, password } = opts.auth;
+    const hash = execFileSync('openssl', ['passwd', '-apr1', '-stdin'], {
+      input: password,
+      encoding: 'utf8',
+    });
+    await writeFile(join(dir, 'passwd'), `${username}:${hash.trim()}\n`);
+    access.splice(
+      0,
+      1,
+      `auth_param basic program ${SQUID_NCSA_AUTH} ${join(dir, 'passwd')}`,
+      'auth_param basic realm rota-test-squid',
+      'acl authed proxy_auth REQUIRED',
+      'http_access allow localhost authed',
+    );
+  }
+  await writeFile(conf, squidConfig(dir, port, access));
+  // Started as root, squid drops to its cache_effective_user (Debian: proxy), which must own its files.
+  if (isRoot()) {
+    const uid = Number(execFileSync('id', ['-u', 'proxy'], { encoding: 'utf8' }).trim());
+    const gid = Number(execFileSync('id', ['-g', 'proxy'], { encoding: 'utf8' }).trim());
+    await chown(dir, uid, gid);
+  }
+  // -d 1 copies cache.log's warnings and errors to stderr, which launch() shows if squid fails to start.
+  const proxy = await launch('squid', SQUID, ['-N', '-d', '1', '-f', conf], port, dir);
+  return { ...proxy, username: opts.auth?.username ?? null, password: opts.auth?.password ?? null };
+}
+
+function squidConfig(dir: string, port: number, access: readonly string[]): string {
+  return [
+    `http_port 127.0.0.1:${port}`,
+    'visible_hostname rota-test-squid',
+    ...access,
+    'http_access deny all',
+    'cache deny all',
+    'cache_mem 0 MB',
+    'access_log none',
+    'cache_store_log none',
+    `cache_log ${join(dir, 'cache.log')}`,
+    `pid_filename ${join(dir, 'squid.pid')}`,
+    `coredump_dir ${dir}`,
+    'netdb_filename none',
+    'pinger_enable off',
+    'via off',
+    'forwarded_for delete',
+    'shutdown_lifetime 0 seconds',
+    '',
+  ].join('\n');
 }
