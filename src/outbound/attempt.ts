@@ -55,10 +55,7 @@ export async function runAttempt<R>(d: AttemptDeps, a: AttemptInput<R>): Promise
     const response = await a.work.run(a);
     const answer = a.work.answer(response);
     const banned =
-      answer !== null &&
-      a.host !== undefined &&
-      d.bans !== undefined &&
-      d.bans.judge(a.entry.record.id, a.host, answer);
+      answer !== null && a.host !== undefined && d.bans?.judge(a.entry.record.id, a.host, answer) === true;
     const retryable = answer !== null && a.retryStatusCodes.includes(answer.status);
     result = { type: 'response', response, retryable, banned };
   } catch (err) {

@@ -25,7 +25,6 @@ export class Selector {
   private strategy: Strategy;
   private lastRotationAt: number | null = null;
   private readonly pool: Pool;
-  private readonly breakers: BreakerRegistry;
   private readonly settings: RuntimeSettings;
   private readonly deps: { random: () => number; now: () => number };
   private readonly sessions: SessionTable;
@@ -44,7 +43,6 @@ export class Selector {
     },
   ) {
     this.pool = pool;
-    this.breakers = breakers;
     this.settings = settings;
     this.deps = deps;
     this.rules = { breakers, cooldowns: deps.cooldowns ?? null, maxInFlight: deps.maxInFlight ?? 0 };

@@ -10,6 +10,30 @@ import type { Work } from './work.ts';
  * The three kinds of attempt (work.ts), each a thin adapter from the engine to one upstream primitive.
  */
 
+/** Methods whose request may be sent twice (RFC 9110 9.2.2). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
+
+/**
+ * A kept-alive connection to a proxy can be closed by the proxy just as a request is written on it
+ * (tinyproxy answers HTTP/1.1 without `Connection: close` and closes ~1 ms later): the request fails
+ * before any answer, through no fault of the proxy. An idempotent request is sent once more, at once, on
+ * a fresh connection of the same proxy; only a second failure is the attempt's.
+ */
+async function onceMoreIfStale<R>(method: string, run: () => Promise<R>): Promise<R> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!IDEMPOTENT.has(method) || !staleConnection(err)) throw err;
+    return run();
+  }
+}
+
+function staleConnection(err: unknown): boolean {
+  if (!(err instanceof UpstreamError) || err.kind !== 'connection_lost') return false;
+  const code = (err.cause as { code?: unknown } | undefined)?.code;
+  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE';
+}
+
 export interface BufferedRequest {
   readonly url: URL;
   readonly method: string;
@@ -27,13 +51,15 @@ export function bufferedWork(
     method: req.method,
     replay: 'by-method',
     run: (a) =>
-      send(dispatchers.get(a.entry.record), {
-        ...req,
-        deadline: a.deadline,
-        maxResponseBytes,
-        signal: a.signal,
-        onResponseStart: a.onResponseStart,
-      }),
+      onceMoreIfStale(req.method, () =>
+        send(dispatchers.get(a.entry.record), {
+          ...req,
+          deadline: a.deadline,
+          maxResponseBytes,
+          signal: a.signal,
+          onResponseStart: a.onResponseStart,
+        }),
+      ),
     answer: (r) => ({ status: r.statusCode, headers: r.headers, body: r.body }),
     discard: () => {},
   };
@@ -51,13 +77,17 @@ export function streamedWork(
   return {
     method: req.method,
     replay: hasBody ? 'never' : 'by-method',
-    run: (a) =>
-      stream(dispatchers.get(a.entry.record), {
-        ...req,
-        deadline: a.deadline,
-        signal: a.signal,
-        onResponseStart: a.onResponseStart,
-      }),
+    run: (a) => {
+      const once = () =>
+        stream(dispatchers.get(a.entry.record), {
+          ...req,
+          deadline: a.deadline,
+          signal: a.signal,
+          onResponseStart: a.onResponseStart,
+        });
+      // A body streamed from the client cannot be sent twice.
+      return hasBody ? once() : onceMoreIfStale(req.method, once);
+    },
     answer: (r) => ({ status: r.statusCode, headers: r.headers, body: null }),
     discard: (r) => r.body.destroy(),
   };
