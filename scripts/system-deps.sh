@@ -9,6 +9,12 @@ command -v promtool >/dev/null 2>&1 || want+=(prometheus)
 command -v chromium >/dev/null 2>&1 || want+=(chromium)
 [ -x /usr/sbin/squid ] || want+=(squid)
 [ -x /usr/bin/curl ] || want+=(curl)
+# Shared state (test/shared-*.test.ts): a throwaway redis-server, and nginx in front of three instances.
+[ -x /usr/bin/redis-server ] || want+=(redis-server)
+[ -x /usr/sbin/nginx ] || want+=(nginx)
+# PostgreSQL server binaries (/usr/lib/postgresql/<version>/bin): the PostgreSQL store tests start a
+# throwaway server of their own with initdb + pg_ctl (test/helpers/postgres.ts).
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || want+=(postgresql)
 # Real proxy clients (test/forward-clients*.test.ts): Debian's python3 with requests and PySocks (for
 # socks5h:// proxies), called as /usr/bin/python3 since a pyenv python3 may come first on PATH.
 /usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || want+=(python3-requests)
@@ -40,7 +46,7 @@ if ! "$st_venv/bin/schemathesis" --version 2>/dev/null | grep -q "$ST_VERSION"; 
 fi
 # The Debian packages start system-wide daemons on their default ports; the tests start their own on
 # loopback ports of their choosing, so stop those to keep ports and logs quiet.
-for svc in tinyproxy danted squid; do
+for svc in tinyproxy danted squid redis-server nginx postgresql; do
   if command -v service >/dev/null 2>&1; then service "$svc" stop >/dev/null 2>&1 || true; fi
 done
 exit 0

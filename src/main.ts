@@ -1,8 +1,11 @@
+import cluster from 'node:cluster';
 import ipaddr from 'ipaddr.js';
 import pino from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { createServices } from './services.ts';
+import { clusterRenderer, isWorker } from './workers/metrics-ipc.ts';
+import { runPrimary } from './workers/primary.ts';
 
 function loadOrExit(): Config {
   try {
@@ -49,8 +52,13 @@ export function createLogger(level: string) {
 
 async function main(): Promise<void> {
   const config = loadOrExit();
+  if (config.workers > 1 && cluster.isPrimary) {
+    runPrimary(config, (line) => process.stderr.write(`${line}\n`));
+    return;
+  }
   const logger = createLogger(config.logLevel);
   const services = await createServices(config, logger);
+  if (isWorker()) services.prom.setRenderer(clusterRenderer(services.prom.registry));
   const app = await buildApp(services, config);
 
   let stopping = false;

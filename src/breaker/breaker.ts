@@ -49,6 +49,8 @@ export class CircuitBreaker {
   private epoch = 0;
   private trialGen = 0;
   private lastChange: number;
+  /** When the last transition happened (0: never), to order local and remote ones. */
+  private lastTransitionAt = 0;
 
   constructor(id: string, o: BreakerOptions) {
     this.id = id;
@@ -194,7 +196,7 @@ export class CircuitBreaker {
    * its time, so that half-open comes at the same moment everywhere. An older word is ignored.
    */
   applyRemote(to: 'open' | 'closed', at: number, failures: number): void {
-    if (at < this.lastChange) return;
+    if (at < this.lastTransitionAt) return;
     const p = this.observe();
     if (to === 'closed' && p.kind !== 'closed') {
       this.failures = [];
@@ -210,6 +212,7 @@ export class CircuitBreaker {
     this.phase = next;
     this.epoch++;
     this.lastChange = at;
+    this.lastTransitionAt = at;
     this.o.onEvent({
       proxy_id: this.id,
       from_state: from,

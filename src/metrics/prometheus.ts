@@ -185,8 +185,15 @@ export class PromMetrics {
     this.#upstreamLatency.remove({ proxy_id: proxyId });
   }
 
+  #renderer: (() => Promise<string>) | null = null;
+
+  /** With ROTA_WORKERS > 1: `/metrics` shows every worker of the instance (workers/metrics-ipc.ts). */
+  setRenderer(render: () => Promise<string>): void {
+    this.#renderer = render;
+  }
+
   render(): Promise<string> {
-    return this.registry.metrics();
+    return this.#renderer ? this.#renderer() : this.registry.metrics();
   }
 
   #tracks(proxyId: string): boolean {

@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import pino from 'pino';
+import { MemoryRateCounter, type RateCounter } from '../src/lib/rate-counter.ts';
+import { type ChangeBus, MemoryBus, MemoryHub } from '../src/shared-state/bus.ts';
+import type { Notice } from '../src/shared-state/notices.ts';
+import { RedisBus } from '../src/shared-state/redis-bus.ts';
+import { RedisRateCounter } from '../src/shared-state/redis-counter.ts';
+import { RedisLink } from '../src/shared-state/redis-link.ts';
+import { startRedis, type TestRedis } from './helpers/redis.ts';
+
+/*
+ * One contract, two implementations (in-process and Redis), for each piece of shared state: the change
+ * bus and the rate counters. Plus what only Redis can do wrong: an outage, where the counter falls back
+ * to local counts and the link comes back by itself.
+ */
+
+const silent = pino({ level: 'silent' });
+let redis: TestRedis;
+const links: RedisLink[] = [];
+
+async function link(): Promise<RedisLink> {
+  const l = new RedisLink(redis.url, silent);
+  links.push(l);
+  await l.connect();
+  return l;
+}
+
+before(async () => {
+  redis = await startRedis();
+});
+after(async () => {
+  for (const l of links) await l.close();
+  await redis.close();
+});
+
+async function waitFor(check: () => boolean, ms = 3_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > until) throw new Error('not in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+type Pair = () => Promise<[ChangeBus, ChangeBus]>;
+const buses: [string, Pair][] = [
+  [
+    'memory',
+    async () => {
+      const hub = new MemoryHub();
+      return [new MemoryBus('a', hub), new MemoryBus('b', hub)];
+    },
+  ],
+  ['redis', async () => [new RedisBus(await link(), 'a'), new RedisBus(await link(), 'b')]],
+];
+
+for (const [name, make] of buses) {
+  describe(`change bus contract: ${name}`, () => {
+    test('a notice reaches the other instance within 1 s, in order, and never its sender', async () => {
+      const [a, b] = await make();
+      const atA: Notice[] = [];
+      const atB: { n: Notice; from: string }[] = [];
+      a.subscribe((n) => atA.push(n));
+      b.subscribe((n, from) => atB.push({ n, from }));
+      await new Promise((r) => setTimeout(r, 100)); // Redis: the subscription is in place
+      const t0 = Date.now();
+      for (let i = 0; i < 20; i++) a.publish({ type: 'session', sid: `s${i}`, proxyId: 'p' });
+      await waitFor(() => atB.length === 20, 1_000);
+      assert.ok(Date.now() - t0 < 1_000);
+      assert.deepEqual(
+        atB.map((x) => (x.n.type === 'session' ? x.n.sid : '')),
+        Array.from({ length: 20 }, (_, i) => `s${i}`),
+      );
+      assert.ok(atB.every((x) => x.from === 'a'));
+      assert.equal(atA.length, 0, 'a sender never hears itself');
+      assert.equal(a.up && b.up, true);
+    });
+  });
+}
+
+const counters: [string, () => Promise<RateCounter>][] = [
+  ['memory', async () => new MemoryRateCounter()],
+  ['redis', async () => new RedisRateCounter(await link(), `rota:test:${Math.random()}:`)],
+];
+
+for (const [name, make] of counters) {
+  describe(`rate counter contract: ${name}`, () => {
+    test('counts within a window, peeks without counting, starts again after it', async () => {
+      const c = await make();
+      for (let i = 1; i <= 5; i++) assert.equal((await c.incr('k', 300)).count, i);
+      const peek = await c.peek('k', 300);
+      assert.equal(peek.count, 5);
+      assert.ok(peek.ttlMs > 0 && peek.ttlMs <= 300);
+      assert.equal((await c.peek('k', 300)).count, 5, 'peek does not count');
+      assert.equal((await c.incr('other', 300)).count, 1, 'keys are separate');
+      await new Promise((r) => setTimeout(r, 350));
+      assert.equal((await c.peek('k', 300)).count, 0);
+      assert.equal((await c.incr('k', 300)).count, 1);
+    });
+  });
+}
+
+describe('Redis outage', () => {
+  test('the counter answers from local counts while Redis is gone, and the link comes back', async () => {
+    const l = await link();
+    const c = new RedisRateCounter(l, 'rota:outage:');
+    assert.equal((await c.incr('k', 60_000)).count, 1);
+    await redis.stop();
+    await waitFor(() => !l.up);
+    const during = await Promise.all([c.incr('k', 60_000), c.incr('k', 60_000)]);
+    assert.deepEqual(
+      during.map((x) => x.count),
+      [1, 2],
+      'local counts, no error',
+    );
+    await redis.start();
+    await waitFor(() => l.up, 5_000);
+    assert.equal((await c.incr('fresh', 60_000)).count, 1, 'Redis again');
+  });
+});
