@@ -50,7 +50,7 @@ export class ReachabilityProbe {
   private async tick(): Promise<void> {
     try {
       const client = await this.connection();
-      await client.query({ text: 'SELECT 1', query_timeout: this.options.timeoutMs });
+      await client.query('SELECT 1');
       this.set(true);
     } catch {
       this.set(false);
@@ -64,6 +64,7 @@ export class ReachabilityProbe {
       connectionString: this.options.url,
       connectionTimeoutMillis: this.options.timeoutMs,
       statement_timeout: this.options.timeoutMs,
+      query_timeout: this.options.timeoutMs,
       application_name: 'rota-probe',
     });
     // A lost connection is reported by the next query; without a listener it would crash the process.

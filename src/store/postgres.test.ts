@@ -12,12 +12,13 @@ import pino from 'pino';
 import { startPostgres, type TestPostgres } from '../../test/helpers/postgres.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import type { ProxyRecord } from '../pool/types.ts';
-import { StorageKeyError } from './crypto.ts';
 import { storeContract } from './contract.test.ts';
+import { StorageKeyError } from './crypto.ts';
+import { MigrationError } from './migrations.ts';
 import { openStore } from './open.ts';
 import { PostgresStore, type PostgresStoreOptions } from './postgres.ts';
 import { isUnavailable, StorageUnavailableError } from './postgres-errors.ts';
-import { PG_MIGRATIONS } from './postgres-schema.ts';
+import { migratePg, PG_MIGRATIONS } from './postgres-schema.ts';
 import { rec } from './test-records.ts';
 
 const silent = pino({ level: 'silent' });
@@ -31,7 +32,7 @@ class FreshDatabaseStore extends PostgresStore {
   readonly name: string;
   readonly databaseUrl: string;
   private created = false;
-  constructor(name: string, options: Omit<PostgresStoreOptions, 'url' | 'logger'> = {}) {
+  constructor(name: string, options: Partial<Omit<PostgresStoreOptions, 'url' | 'logger'>> = {}) {
     super({ secretKey: key, logger: silent, ...options, url: server.urlFor(name) });
     this.name = name;
     this.databaseUrl = server.urlFor(name);
@@ -43,7 +44,7 @@ class FreshDatabaseStore extends PostgresStore {
   }
 }
 
-const fresh = (options?: Omit<PostgresStoreOptions, 'url' | 'logger'>) =>
+const fresh = (options?: Partial<Omit<PostgresStoreOptions, 'url' | 'logger'>>) =>
   new FreshDatabaseStore(`db${++databases}`, options);
 
 async function all(store: PostgresStore): Promise<ProxyRecord[]> {
@@ -188,5 +189,38 @@ describe('PostgresStore', () => {
     await assert.rejects(s.open(), (e: unknown) => e instanceof StorageUnavailableError && isUnavailable(e));
     assert.ok(Date.now() - started < 3000);
     assert.equal(s.connected, false);
+    const missing = new PostgresStore({ url: server.urlFor('no_such_db'), secretKey: key, logger: silent });
+    await assert.rejects(missing.open(), (e: unknown) => {
+      assert.ok(e instanceof StorageUnavailableError);
+      assert.match(e.message, /database "no_such_db" does not exist/);
+      return true;
+    });
+  });
+
+  it('rolls back a failing migration and refuses a schema newer than it knows', async () => {
+    const migrateUrl = await server.createDatabase('migrations');
+    const client = new pg.Client({ connectionString: migrateUrl });
+    await client.connect();
+    try {
+      const broken = [
+        ...PG_MIGRATIONS,
+        {
+          version: PG_MIGRATIONS.length + 1,
+          description: 'half-done',
+          sql: 'CREATE TABLE half (x int); SELECT 1/0',
+        },
+      ];
+      await assert.rejects(migratePg(client, broken), MigrationError);
+      const tables = await client.query("SELECT tablename FROM pg_tables WHERE schemaname = 'public'");
+      assert.deepEqual(tables.rows, [], 'nothing of the failed run is kept, not even the version table');
+      assert.deepEqual(await migratePg(client), { from: 0, to: PG_MIGRATIONS.length });
+      assert.deepEqual(await migratePg(client), { from: PG_MIGRATIONS.length, to: PG_MIGRATIONS.length });
+      await client.query('INSERT INTO rota_schema_version (version, description) VALUES (99, $1)', [
+        'future',
+      ]);
+      await assert.rejects(migratePg(client), /schema is version 99 .* upgrade Rota/);
+    } finally {
+      await client.end();
+    }
   });
 });

@@ -47,15 +47,8 @@ export interface PostgresStoreOptions {
   readonly probeTimeoutMs?: number;
 }
 
-type State =
-  | { readonly kind: 'closed' }
-  | {
-      readonly kind: 'open';
-      readonly pool: pg.Pool;
-      readonly cipher: CredentialCipher;
-      readonly probe: ReachabilityProbe;
-    };
-type Open = Extract<State, { kind: 'open' }>;
+type Open = { readonly kind: 'open'; pool: pg.Pool; cipher: CredentialCipher; probe: ReachabilityProbe };
+type State = { readonly kind: 'closed' } | Readonly<Open>;
 
 /** host:port/database: names the database in messages without its password. */
 export function describeDatabase(url: string): string {
@@ -145,6 +138,11 @@ export class PostgresStore implements ProxyStore {
     const { pool, cipher } = this.opened();
     const client = await this.guard(pool.connect());
     let broken: Error | undefined;
+    // A connection lost between two statements is reported by the next one; unheard, it would crash.
+    const lost = (e: Error) => {
+      broken = e;
+    };
+    client.on('error', lost);
     try {
       if (records.length > WRITE_BATCH) await client.query('BEGIN');
       for (let i = 0; i < records.length; i += WRITE_BATCH) {
@@ -162,6 +160,7 @@ export class PostgresStore implements ProxyStore {
       throw this.fault(e);
     } finally {
       // A connection that failed is destroyed rather than handed to the next caller.
+      client.off('error', lost);
       client.release(broken);
     }
   }
@@ -238,7 +237,8 @@ export class PostgresStore implements ProxyStore {
       }
       await this.unlock(client, cipher);
     } catch (e) {
-      throw isUnavailable(e) ? new StorageUnavailableError(e) : e;
+      // A refused login or a missing database stops start-up the same way, with the server's reason.
+      throw isUnavailable(e) || e instanceof pg.DatabaseError ? new StorageUnavailableError(e) : e;
     } finally {
       await client.end().catch(() => {});
     }
