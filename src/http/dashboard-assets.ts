@@ -1,5 +1,5 @@
 /**
- * The dashboard's bundle: web/src → web/dist/dashboard.js and dashboard.css, built with esbuild, held in
+ * The dashboard's bundle: web/src → web/dist (dashboard.html, .js, .css), built with esbuild, held in
  * memory (raw and gzipped) for serving. One set of build options serves scripts/build-web.ts and the
  * server, which builds on demand when web/dist is missing or older than the sources, because `npm start`
  * has no build step. esbuild runs in its own process, so a build never blocks the event loop; it is
@@ -12,17 +12,20 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
+import { projectRoot } from '../lib/root.ts';
 
 type Esbuild = typeof import('esbuild');
 
 const gzip = promisify(gzipCb);
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+// Found by walking up (lib/root.ts): the same from src/ and from the production bundle in dist/.
+export const ROOT = projectRoot();
 export const WEB_DIR = join(ROOT, 'web');
 export const SOURCE_DIR = join(WEB_DIR, 'src');
 export const DIST_DIR = join(WEB_DIR, 'dist');
-export const HTML_PATH = join(WEB_DIR, 'dashboard.html');
-export const OUTPUT_NAMES = ['dashboard.js', 'dashboard.css'] as const;
+/** Copied as it is: the page's markup, with no inline script or style. */
+export const HTML_SOURCE = join(SOURCE_DIR, 'dashboard.html');
+export const OUTPUT_NAMES = ['dashboard.html', 'dashboard.js', 'dashboard.css'] as const;
 export type OutputName = (typeof OUTPUT_NAMES)[number];
 /** Changing how the bundle is built makes it stale too. */
 const BUILD_INPUTS = [fileURLToPath(import.meta.url)];
@@ -91,18 +94,20 @@ export async function isStale(): Promise<boolean> {
  */
 export async function buildBundle(esbuild: Esbuild): Promise<Map<OutputName, Buffer>> {
   const result = await esbuild.build(buildOptions());
-  const out = new Map<OutputName, Buffer>();
-  await mkdir(DIST_DIR, { recursive: true });
+  const out = new Map<OutputName, Buffer>([['dashboard.html', await readFile(HTML_SOURCE)]]);
   for (const f of result.outputFiles ?? []) {
     const name = OUTPUT_NAMES.find((n) => f.path === join(DIST_DIR, n));
-    if (!name) continue;
-    const bytes = Buffer.from(f.contents);
-    const tmp = `${f.path}.${process.pid}.${Date.now()}.tmp`;
-    await writeFile(tmp, bytes);
-    await rename(tmp, f.path);
-    out.set(name, bytes);
+    if (name) out.set(name, Buffer.from(f.contents));
   }
-  for (const name of OUTPUT_NAMES) if (!out.has(name)) throw new Error(`esbuild produced no ${name}`);
+  await mkdir(DIST_DIR, { recursive: true });
+  for (const name of OUTPUT_NAMES) {
+    const bytes = out.get(name);
+    if (!bytes) throw new Error(`esbuild produced no ${name}`);
+    const path = join(DIST_DIR, name);
+    const tmp = `${path}.${process.pid}.${Date.now()}.tmp`;
+    await writeFile(tmp, bytes);
+    await rename(tmp, path);
+  }
   return out;
 }
 
@@ -176,11 +181,11 @@ export class DashboardAssets {
       this.#bundle = files;
       return files;
     }
-    const [js, css] = await Promise.all([
-      toAsset(files.files.get('dashboard.js')!),
-      toAsset(files.files.get('dashboard.css')!),
-    ]);
-    this.#bundle = { ok: true, assets: { 'dashboard.js': js, 'dashboard.css': css } };
+    const [html, js, css] = await Promise.all(OUTPUT_NAMES.map((n) => toAsset(files.files.get(n)!)));
+    this.#bundle = {
+      ok: true,
+      assets: { 'dashboard.html': html!, 'dashboard.js': js!, 'dashboard.css': css! },
+    };
     return this.#bundle;
   }
 
@@ -199,9 +204,12 @@ export class DashboardAssets {
       this.#log.info(`dashboard: bundle built in ${Math.round(performance.now() - started)} ms`);
       return { ok: true, files };
     } catch (err) {
-      const reason = `The dashboard bundle failed to build: ${(err as Error).message}`;
-      if (!prebuilt) return { ok: false, reason };
-      this.#warnOnce(`${reason}; serving the previous web/dist`);
+      const detail = `dashboard: the bundle failed to build: ${(err as Error).message}`;
+      if (!prebuilt) {
+        this.#log.warn(detail);
+        return { ok: false, reason: 'The dashboard bundle failed to build (the server log says why).' };
+      }
+      this.#warnOnce(`${detail}; serving the previous web/dist`);
       return { ok: true, files: prebuilt };
     }
   }

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
 import { createRequire } from 'node:module';
@@ -5,10 +6,11 @@ import { dirname, join } from 'node:path';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
+import { projectRoot } from '../lib/root.ts';
 import { VERSION } from '../version.ts';
 import { DOCS_CSP } from './security-headers.ts';
 
-const require = createRequire(import.meta.url);
+const require = createRequire(join(projectRoot(), 'package.json'));
 
 /** Route schema key for a body that may be left out; @fastify/swagger copies `x-` keys onto the operation. */
 export const BODY_OPTIONAL = 'x-body-optional';
@@ -196,7 +198,10 @@ export async function registerDocs(app: FastifyInstance): Promise<void> {
 }
 
 function registerRedoc(app: FastifyInstance): void {
-  const redocPath = require.resolve('redoc/bundles/redoc.standalone.js');
+  // The production build copies the one file served from the redoc package into dist/assets, so that a
+  // production install need not carry the package (React, mobx, core-js: ~60 MB) to serve it.
+  const built = join(projectRoot(), 'dist', 'assets', 'redoc.standalone.js');
+  const redocPath = existsSync(built) ? built : require.resolve('redoc/bundles/redoc.standalone.js');
   const faviconPath = join(dirname(require.resolve('@fastify/swagger-ui')), 'static', 'favicon-32x32.png');
   let redocJs: string | null = null;
   let favicon: Buffer | null = null;
