@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { HOP_BY_HOP as UPSTREAM_HOP_BY_HOP } from '../upstream/send.ts';
 import { type Refusal, refusal } from './answers.ts';
 import type { ForwardGateway } from './gateway.ts';
 import { basicCredentials, type ListenerAuth } from './listener-auth.ts';
@@ -67,19 +68,7 @@ export async function admit(
 }
 
 /** Never forwarded: hop-by-hop (RFC 9110 7.6.1), the client's proxy credentials, Rota's own parameters. */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'x-rota-session',
-  'x-rota-country',
-]);
+const HOP_BY_HOP = new Set([...UPSTREAM_HOP_BY_HOP, 'x-rota-session', 'x-rota-country']);
 
 /** `headers` without hop-by-hop ones, those named in Connection, and `drop`. */
 export function endToEnd(

@@ -8,8 +8,8 @@ import { UpstreamError, type UpstreamRequest, type UpstreamResponse } from './ty
  * is), the response read into a Buffer with a hard cap, every failure an UpstreamError.
  */
 
-/** Never forwarded: hop-by-hop (RFC 9110 7.6.1), proxy credentials, and what undici computes itself. */
-const DROPPED = new Set([
+/** Hop-by-hop headers (RFC 9110 7.6.1) and the client's proxy credentials: they never travel on. */
+export const HOP_BY_HOP: readonly string[] = [
   'connection',
   'keep-alive',
   'proxy-connection',
@@ -19,6 +19,11 @@ const DROPPED = new Set([
   'trailer',
   'transfer-encoding',
   'upgrade',
+];
+
+/** Never forwarded: hop-by-hop, proxy credentials, and what undici computes itself. */
+const DROPPED = new Set([
+  ...HOP_BY_HOP,
   'host', // the target URL decides Host; a caller-chosen Host would reach other virtual hosts
   'content-length', // undici sets it from the body
   'expect', // undici refuses it

@@ -1,10 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './real-proxies.ts';
+import { canConnect, freePort } from './real-proxies.ts';
 
 /**
  * Debian's nginx as the load balancer in front of several Rota instances: round-robin over their API
@@ -60,15 +59,4 @@ export async function startNginx(upstreams: readonly number[]): Promise<TestNgin
       await rm(dir, { recursive: true, force: true });
     },
   };
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 }

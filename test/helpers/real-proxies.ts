@@ -64,7 +64,8 @@ export async function freePort(): Promise<number> {
   return addr.port;
 }
 
-function canConnect(port: number): Promise<boolean> {
+/** Whether something accepts TCP connections on 127.0.0.1:`port` now. */
+export function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = net.connect({ host: '127.0.0.1', port });
     s.once('connect', () => {

@@ -1,10 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './real-proxies.ts';
+import { canConnect, freePort } from './real-proxies.ts';
 
 /**
  * A throwaway redis-server (Debian's package) on a free loopback port, with no persistence, started in
@@ -21,17 +20,6 @@ export interface TestRedis {
 
 const BIN = '/usr/bin/redis-server';
 
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
-
 export async function startRedis(): Promise<TestRedis> {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: install redis-server (scripts/system-deps.sh)`);
   const port = await freePort();
@@ -41,7 +29,7 @@ export async function startRedis(): Promise<TestRedis> {
     const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
     child = spawn(BIN, [...args, '--dir', dir, '--logfile', ''], { stdio: 'ignore' });
     const until = Date.now() + 10_000;
-    while (!(await listening(port))) {
+    while (!(await canConnect(port))) {
       if (Date.now() > until || child.exitCode !== null) throw new Error('redis-server did not start');
       await new Promise((r) => setTimeout(r, 30));
     }
