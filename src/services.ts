@@ -22,6 +22,7 @@ import { Selector } from './outbound/selector.ts';
 import { Pool, type ProxyEntry } from './pool/pool.ts';
 import type { ProxyStatus } from './pool/types.ts';
 import { createSharedState, type SharedState } from './shared-state/shared.ts';
+import { createSourceManager, type SourceManager } from './sources/manager.ts'; // proxy sources
 import { SsrfGuard } from './ssrf/guard.ts';
 import { openStore } from './store/open.ts';
 import type { ProxyStore } from './store/types.ts';
@@ -58,6 +59,8 @@ export interface Services {
   readonly executor: Executor;
   readonly ssrf: SsrfGuard;
   readonly health: HealthChecker;
+  /** Proxy sources: lists fetched on a timer, their new proxies added (sources/). */
+  readonly sources: SourceManager;
   readonly stats: StatsAggregator;
   /** Per-second call series and per-proxy figures for the dashboard. */
   readonly series: CallSeries;
@@ -136,7 +139,7 @@ export async function createServices(
 ): Promise<Services> {
   const clock = o.clock ?? systemClock;
   const random = o.random ?? Math.random;
-  const store = o.store ?? openStore(config, logger);
+  const store = o.store ?? (await openStore(config, logger));
   const pool = new Pool(store, clock.now);
   const settings = new RuntimeSettings(config, store);
   const retry = new RetryPolicyHolder(store, config.maxRetries);
@@ -169,7 +172,7 @@ export async function createServices(
     cooldowns,
     o.processMetrics ?? true,
   );
-  const shared = createSharedState(config.redisUrl, logger);
+  const shared = await createSharedState(config.redisUrl, logger);
   const bans = new BanJudge(banPolicy, cooldowns, (e) => {
     prom.recordBan(e.status);
     retryMetrics.recordBan(e.proxyId);
@@ -231,6 +234,7 @@ export async function createServices(
       prom.removeProxy(id);
     },
   });
+  const sources = createSourceManager(config, logger, { store, pool, health, ssrf, now: clock.now }); // proxy sources
   const rateCounter = shared.counter;
   const audit = new AuditLog(logger, config.auditLog);
   const listeners = new Listeners({
@@ -262,6 +266,7 @@ export async function createServices(
     executor,
     ssrf,
     health,
+    sources, // proxy sources
     stats,
     series, // dashboard
     retryMetrics,
@@ -275,6 +280,7 @@ export async function createServices(
     ready: false,
     async close() {
       services.ready = false;
+      await sources.stop(); // proxy sources
       await health.stop();
       await listeners.close();
       await shared.close();
@@ -306,6 +312,8 @@ export async function createServices(
     },
   });
   health.start(config.healthCheckIntervalS);
+  await sources.load(); // proxy sources
+  sources.start(); // proxy sources
   services.ready = true;
   return services;
 }

@@ -163,9 +163,9 @@ describe('PostgresStore', () => {
     await s.close();
   });
 
-  it('is chosen by openStore when ROTA_DATABASE_URL is set, which then requires ROTA_SECRET_KEY', () => {
+  it('is chosen by openStore when ROTA_DATABASE_URL is set, which then requires ROTA_SECRET_KEY', async () => {
     const env = { ROTA_DATABASE_URL: url, ROTA_SECRET_KEY: key.toString('hex') };
-    assert.equal(openStore(loadConfig(env), silent).backend, 'postgres');
+    assert.equal((await openStore(loadConfig(env), silent)).backend, 'postgres');
     assert.throws(
       () => loadConfig({ ROTA_DATABASE_URL: url }),
       (e: unknown) => {

@@ -98,11 +98,11 @@ describe('SqliteStore', () => {
     const wrong = randomBytes(32);
     const env = (key: Buffer) =>
       loadConfig({ ROTA_STORAGE_PATH: path, ROTA_SECRET_KEY: key.toString('hex') });
-    const s1 = openStore(env(right), silent);
+    const s1 = await openStore(env(right), silent);
     await s1.open();
     await s1.insert(rec({ username: 'u', password: 'p' }));
     await s1.close();
-    const s2 = openStore(env(wrong), silent);
+    const s2 = await openStore(env(wrong), silent);
     await assert.rejects(s2.open(), (e: unknown) => {
       assert.ok(e instanceof StorageKeyError);
       assert.match(e.message, /ROTA_SECRET_KEY does not match the key the database .* was created with/);
@@ -115,7 +115,7 @@ describe('SqliteStore', () => {
     assert.equal(existsSync(`${path}.key`), false, 'no key file is created when ROTA_SECRET_KEY is set');
     await assert.rejects(openAt(path), /key is missing: set ROTA_SECRET_KEY or restore the key file/);
     assert.equal(existsSync(`${path}.key`), false, 'no new key is invented for existing data');
-    const s3 = openStore(env(right), silent);
+    const s3 = await openStore(env(right), silent);
     await s3.open();
     assert.equal(await s3.count(), 1);
     await s3.close();
@@ -182,11 +182,11 @@ describe('SqliteStore', () => {
 
   it('is chosen by openStore when ROTA_STORAGE_PATH is set, creating missing directories', async () => {
     const path = join(dir, 'nested', 'deeper', 'rota.db');
-    const store = openStore(loadConfig({ ROTA_STORAGE_PATH: path }), silent);
+    const store = await openStore(loadConfig({ ROTA_STORAGE_PATH: path }), silent);
     assert.equal(store.backend, 'sqlite');
     await store.open();
     assert.ok(existsSync(path) && existsSync(`${path}.key`));
     await store.close();
-    assert.equal(openStore(loadConfig({}), silent).backend, 'memory');
+    assert.equal((await openStore(loadConfig({}), silent)).backend, 'memory');
   });
 });
