@@ -28,10 +28,9 @@ async function onceMoreIfStale<R>(method: string, run: () => Promise<R>): Promis
   }
 }
 
+/** Only on a connection that had carried an earlier answer: a fresh one that broke is the proxy's doing. */
 function staleConnection(err: unknown): boolean {
-  if (!(err instanceof UpstreamError) || err.kind !== 'connection_lost') return false;
-  const code = (err.cause as { code?: unknown } | undefined)?.code;
-  return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE';
+  return err instanceof UpstreamError && err.kind === 'connection_lost' && err.onReusedConnection;
 }
 
 export interface BufferedRequest {

@@ -192,5 +192,14 @@ export function classifySendError(err: unknown, phase: AttemptPhase): UpstreamEr
   if (!reached) {
     return fail('connect', `could not open a connection through the proxy (${code || 'error'})`, false, err);
   }
-  return fail('connection_lost', `the connection broke before any answer (${code || 'error'})`, true, err);
+  // undici's SocketError carries the socket's counters: bytes read before this request mean the
+  // connection had already carried an answer (kept alive), so the proxy most likely closed it idle.
+  // A socket error is tagged by the dialer (dial.ts markReuse) when the socket had read before.
+  const e = err as { socket?: { bytesRead?: unknown }; onReusedConnection?: unknown } | null;
+  const bytesRead = e?.socket?.bytesRead;
+  return new UpstreamError('connection_lost', `the connection broke before any answer (${code || 'error'})`, {
+    mayHaveReachedTarget: true,
+    cause: safeCause(err),
+    onReusedConnection: (typeof bytesRead === 'number' && bytesRead > 0) || e?.onReusedConnection === true,
+  });
 }

@@ -158,13 +158,27 @@ function targetOf(opts: buildConnector.Options): TargetAddress {
   return { protocol, hostname, port };
 }
 
+/**
+ * Tags a socket's errors with whether it had read anything before (an answer: it was kept alive and
+ * reused). The same error object reaches the request that was on the socket, so classify.ts can tell a
+ * kept-alive connection the proxy closed while idle from a fresh one that broke.
+ */
+function markReuse(socket: net.Socket): void {
+  socket.prependListener('error', (err: Error) => {
+    if (socket.bytesRead > 0) Object.defineProperty(err, 'onReusedConnection', { value: true });
+  });
+}
+
 /** Adapts a promise-returning dialer to undici's connect callback. */
 export function toConnector(
   dial: (target: TargetAddress) => Promise<net.Socket | tls.TLSSocket>,
 ): buildConnector.connector {
   return (opts, callback) => {
     dial(targetOf(opts)).then(
-      (socket) => callback(null, socket),
+      (socket) => {
+        markReuse(socket);
+        callback(null, socket);
+      },
       (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), null),
     );
   };

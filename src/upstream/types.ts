@@ -37,15 +37,21 @@ export class UpstreamError extends Error {
   readonly kind: UpstreamErrorKind;
   /** False only when the request certainly never left the gateway (safe to replay POST/PATCH). */
   readonly mayHaveReachedTarget: boolean;
+  /**
+   * The connection broke on a kept-alive connection that had carried an earlier answer: most likely the
+   * proxy closed it as it sat idle, before reading this request (works.ts sends it once more).
+   */
+  readonly onReusedConnection: boolean;
   constructor(
     kind: UpstreamErrorKind,
     message: string,
-    opts: { mayHaveReachedTarget: boolean; cause?: unknown },
+    opts: { mayHaveReachedTarget: boolean; cause?: unknown; onReusedConnection?: boolean },
   ) {
     super(message, { cause: opts.cause });
     this.name = 'UpstreamError';
     this.kind = kind;
     this.mayHaveReachedTarget = opts.mayHaveReachedTarget;
+    this.onReusedConnection = opts.onReusedConnection ?? false;
   }
 
   get proxyFault(): boolean {
