@@ -41,6 +41,7 @@ RUN --mount=type=secret,id=npm_ca \
 COPY tsconfig.json ./
 COPY src ./src
 COPY scripts/build.ts ./scripts/build.ts
+COPY web ./web
 RUN ./node_modules/.bin/tsc --noEmit -p tsconfig.json && node scripts/build.ts --force
 
 # --- runtime ---
@@ -53,6 +54,7 @@ COPY --from=deps --chown=root:root /app/node_modules ./node_modules
 COPY --chown=root:root package.json package-lock.json ./
 # Copied from the build stage so the image only ever holds a bundle of sources that passed the type check.
 COPY --from=build --chown=root:root /app/dist ./dist
+COPY --from=build --chown=root:root /app/web/dist ./web/dist
 # The official image's unprivileged "node" user (uid 1000) owns only the data directory; the code
 # stays root-owned and read-only to the process.
 RUN mkdir -p /data && chown node:node /data && chmod 0700 /data

@@ -67,4 +67,17 @@ async function main(): Promise<void> {
   process.stderr.write(`build: dist/main.js (${((await stat(OUT)).size / 1024).toFixed(0)} KiB)\n`);
 }
 
+/** The dashboard's bundle (web/ → web/dist), served by the same process: built when stale. */
+async function buildWeb(): Promise<void> {
+  let esbuild: typeof import('esbuild');
+  try {
+    esbuild = await import('esbuild');
+  } catch {
+    return; // a production install serves the web/dist it was given
+  }
+  const { buildBundle, isStale } = await import('../src/http/dashboard-assets.ts');
+  if (await isStale()) await buildBundle(esbuild);
+}
+
 await main();
+await buildWeb();

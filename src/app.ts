@@ -12,12 +12,14 @@ import { registerRateLimit } from './http/rate-limit.ts';
 import { banRoutes } from './http/routes/bans.ts';
 import { breakerRoutes } from './http/routes/breakers.ts';
 import { configRoutes } from './http/routes/config.ts';
+import { dashboardRoutes } from './http/routes/dashboard.ts';
 import { healthCheckRoutes } from './http/routes/health-check.ts';
 import { importRoutes } from './http/routes/import.ts';
 import { apiMetricsRoutes, rootMetricsRoutes } from './http/routes/metrics.ts';
 import { monitoringRoutes } from './http/routes/monitoring.ts';
 import { proxyRoutes } from './http/routes/proxies.ts';
 import { requestRoutes } from './http/routes/request.ts';
+import { sourceRoutes } from './http/routes/sources.ts';
 import { registerValidators } from './http/validator.ts';
 import type { Services } from './services.ts';
 
@@ -98,12 +100,13 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
   });
   registerAuthGate(app, config, services.audit);
 
-  await registerDocs(app);
+  await registerDocs(app, { requireAuth: config.requireAuth });
 
   await app.register(
     async (api) => {
       await api.register(proxyRoutes(services));
       await api.register(importRoutes(services));
+      await api.register(sourceRoutes(services));
       await api.register(healthCheckRoutes(services));
       await api.register(monitoringRoutes(services, () => services.selector.lastRotation));
       await api.register(requestRoutes(services));
@@ -115,6 +118,7 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     { prefix: API_PREFIX },
   );
   await app.register(rootMetricsRoutes(services));
+  await app.register(dashboardRoutes(services));
 
   return app;
 }

@@ -20,6 +20,9 @@ const PUBLIC = new Set([
   '/redoc',
   '/redoc/redoc.standalone.js',
   '/favicon.ico',
+  '/dashboard',
+  '/dashboard/dashboard.js',
+  '/dashboard/dashboard.css',
   '/api/v1/health',
   '/api/v1/ready',
 ]);

@@ -28,6 +28,10 @@ const PUBLIC_ROUTES = new Set([
   '/docs',
   '/redoc',
   '/favicon.ico',
+  // The dashboard page asks for the key itself; its data comes from /api/v1/dashboard/* with the key.
+  '/dashboard',
+  '/dashboard/dashboard.js',
+  '/dashboard/dashboard.css',
 ]);
 const PUBLIC_ROUTE_PREFIX = ['/docs/', '/redoc/'];
 const METRICS_ROUTES = new Set(['/metrics', '/metrics/retry', '/metrics/circuit-breaker']);

@@ -1,15 +1,14 @@
 /**
  * The dashboard's bundle: web/src → web/dist (dashboard.html, .js, .css), built with esbuild, held in
  * memory (raw and gzipped) for serving. One set of build options serves scripts/build-web.ts and the
- * server, which builds on demand when web/dist is missing or older than the sources, because `npm start`
- * has no build step. esbuild runs in its own process, so a build never blocks the event loop; it is
+ * server, which builds on demand when web/dist is missing or older than the sources (`npm run dev` and the
+ * tests run src/ with no build step, and a changed web/src must not be served stale). esbuild runs in its own process, so a build never blocks the event loop; it is
  * imported only when a build is needed, so a production install without dev dependencies still serves a
  * prebuilt web/dist, or answers 503 with the reason.
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
 import { projectRoot } from '../lib/root.ts';
@@ -27,8 +26,11 @@ export const DIST_DIR = join(WEB_DIR, 'dist');
 export const HTML_SOURCE = join(SOURCE_DIR, 'dashboard.html');
 export const OUTPUT_NAMES = ['dashboard.html', 'dashboard.js', 'dashboard.css'] as const;
 export type OutputName = (typeof OUTPUT_NAMES)[number];
-/** Changing how the bundle is built makes it stale too. */
-const BUILD_INPUTS = [fileURLToPath(import.meta.url)];
+/**
+ * Changing how the bundle is built makes it stale too. Named from the root, not import.meta.url, which is
+ * dist/main.js in the production bundle (rebuilt on every change of src/); absent there, it is skipped.
+ */
+const BUILD_INPUTS = [join(ROOT, 'src', 'http', 'dashboard-assets.ts')];
 
 export interface Asset {
   readonly raw: Buffer;

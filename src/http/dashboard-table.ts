@@ -40,7 +40,7 @@ export interface TableRow {
   country: string | null;
   health: Health;
   breaker: BreakerStateName;
-  attempts: number;
+  requests: number;
   success_rate: number | null;
   p50_ms: number | null;
   in_flight: number;
@@ -71,7 +71,17 @@ function matcher(d: Deps, q: TableQuery): ((e: ProxyEntry) => boolean) | null {
     (needle === '' ||
       e.url.includes(needle) ||
       e.record.id.includes(needle) ||
-      (e.record.country?.toLowerCase() === needle));
+      e.record.country?.toLowerCase() === needle);
+}
+
+/**
+ * As GET proxies counts (pool/health.ts): successful / (successful + failed), where only a proxy fault is
+ * a failure; cluster-wide with shared state. Null before the first attempt or health check.
+ */
+function successRate(e: ProxyEntry): number | null {
+  const s = e.cluster ?? e.stats;
+  const n = s.success + s.failed;
+  return n === 0 ? null : s.success / n;
 }
 
 /** A numeric key per entry, or null for the keys compared as text. */
@@ -82,9 +92,9 @@ function numericKey(d: Deps, sort: SortKey): ((e: ProxyEntry) => number) | null 
     case 'breaker':
       return (e) => BREAKER_RANK.get(d.breakers.state(e.record.id)) ?? 0;
     case 'success_rate':
-      return (e) => d.series.successRate(e.record.id);
+      return (e) => successRate(e) ?? -1;
     case 'p50_ms':
-      return (e) => d.series.medianLatency(e.record.id);
+      return (e) => d.series.p50(e.record.id) ?? -1;
     case 'in_flight':
       return (e) => e.inFlight;
     default:
@@ -98,30 +108,75 @@ function textKey(sort: SortKey): (e: ProxyEntry) => string {
   return (e) => e.url;
 }
 
-/** Positions (into `rows`) in the requested order; ties keep creation order whatever the direction. */
-function ordered(d: Deps, rows: readonly ProxyEntry[], q: TableQuery): Uint32Array {
-  const idx = new Uint32Array(rows.length);
-  for (let i = 0; i < idx.length; i++) idx[i] = i;
+/** A total order over positions in `rows`: the key in the requested direction, then creation order. */
+function comparator(d: Deps, rows: readonly ProxyEntry[], q: TableQuery): (a: number, b: number) => number {
   const dir = q.order === 'desc' ? -1 : 1;
-  if (q.sort === 'created') return dir === 1 ? idx : idx.reverse();
   const num = numericKey(d, q.sort);
   if (num) {
     const keys = new Float64Array(rows.length);
     for (let i = 0; i < rows.length; i++) keys[i] = num(rows[i]!);
-    return idx.sort((a, b) => (keys[a]! - keys[b]!) * dir || a - b);
+    return (a, b) => (keys[a]! - keys[b]!) * dir || a - b;
   }
-  const text = textKey(q.sort);
-  const keys = rows.map(text);
-  return idx.sort((a, b) => {
+  const keys = rows.map(textKey(q.sort));
+  return (a, b) => {
     const x = keys[a]!;
     const y = keys[b]!;
     return (x < y ? -1 : x > y ? 1 : 0) * dir || a - b;
-  });
+  };
+}
+
+/**
+ * The first `k` positions of `0..n-1` in `cmp` order. A page near the top (the usual case) keeps only
+ * the best `k` in a max-heap, O(n log k), instead of sorting all n.
+ */
+export function firstK(n: number, k: number, cmp: (a: number, b: number) => number): number[] {
+  if (k * 8 >= n) {
+    const all = new Uint32Array(n);
+    for (let i = 0; i < n; i++) all[i] = i;
+    return Array.from(all.sort(cmp).subarray(0, k));
+  }
+  const heap: number[] = [];
+  const down = (from: number) => {
+    let i = from;
+    for (;;) {
+      const l = 2 * i + 1;
+      let worst = i;
+      if (l < heap.length && cmp(heap[l]!, heap[worst]!) > 0) worst = l;
+      if (l + 1 < heap.length && cmp(heap[l + 1]!, heap[worst]!) > 0) worst = l + 1;
+      if (worst === i) return;
+      [heap[i], heap[worst]] = [heap[worst]!, heap[i]!];
+      i = worst;
+    }
+  };
+  for (let i = 0; i < n; i++) {
+    if (heap.length < k) {
+      heap.push(i);
+      for (let c = heap.length - 1; c > 0 && cmp(heap[c]!, heap[(c - 1) >> 1]!) > 0; c = (c - 1) >> 1) {
+        [heap[c], heap[(c - 1) >> 1]] = [heap[(c - 1) >> 1]!, heap[c]!];
+      }
+    } else if (cmp(i, heap[0]!) < 0) {
+      heap[0] = i;
+      down(0);
+    }
+  }
+  return heap.sort(cmp);
+}
+
+/** Positions (into `rows`) of the page's rows, in order. */
+function pagePositions(d: Deps, rows: readonly ProxyEntry[], q: TableQuery, start: number): number[] {
+  const end = Math.min(rows.length, start + q.page_size);
+  const out: number[] = [];
+  if (q.sort === 'created') {
+    for (let i = start; i < end; i++) out.push(q.order === 'asc' ? i : rows.length - 1 - i);
+    return out;
+  }
+  return firstK(rows.length, end, comparator(d, rows, q)).slice(start);
 }
 
 function rowOf(d: Deps, e: ProxyEntry): TableRow {
   const id = e.record.id;
-  const f = d.series.figures(id);
+  const s = e.cluster ?? e.stats;
+  const rate = successRate(e);
   return {
     id,
     url: e.url,
@@ -129,9 +184,9 @@ function rowOf(d: Deps, e: ProxyEntry): TableRow {
     country: e.record.country,
     health: e.health,
     breaker: d.breakers.state(id),
-    attempts: f.attempts,
-    success_rate: f.success_rate === null ? null : Math.round(f.success_rate * 10_000) / 10_000,
-    p50_ms: f.p50_ms,
+    requests: s.total,
+    success_rate: rate === null ? null : Math.round(rate * 10_000) / 10_000,
+    p50_ms: d.series.p50(id),
     in_flight: e.inFlight,
   };
 }
@@ -141,14 +196,7 @@ export function tablePage(d: Deps, q: TableQuery): TablePage {
   const match = matcher(d, q);
   const rows = match ? all.filter(match) : all;
   const start = (q.page - 1) * q.page_size;
-  let items: TableRow[];
-  if (start >= rows.length) items = [];
-  else if (q.sort === 'created' && q.order === 'asc') {
-    items = rows.slice(start, start + q.page_size).map((e) => rowOf(d, e));
-  } else {
-    const order = ordered(d, rows, q).subarray(start, start + q.page_size);
-    items = Array.from(order, (i) => rowOf(d, rows[i]!));
-  }
+  const items = start >= rows.length ? [] : pagePositions(d, rows, q, start).map((i) => rowOf(d, rows[i]!));
   return {
     items,
     total: rows.length,

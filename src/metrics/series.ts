@@ -1,7 +1,8 @@
 /**
  * The dashboard's live numbers: per-second samples of proxied calls (requests/s, errors/s, p50 and p95
- * latency) over the last 15 minutes, and small per-proxy tallies (success rate, median latency of recent
- * successful attempts). Fed from the same CallRecord as the other aggregators (services.ts `onCall`).
+ * latency) over the last 15 minutes, and each proxy's median latency over its recent successful attempts
+ * (its success rate is the pool's own counters). Fed from the same CallRecord as the other aggregators
+ * (services.ts `onCall`).
  *
  * Cost: O(attempts) per call with no allocation; latency quantiles come from a fixed log-scale histogram
  * of the current second (5% wide buckets), summarised once when the second ends. Memory is fixed for the
@@ -40,18 +41,7 @@ export interface SeriesSamples {
   p95_ms: (number | null)[];
 }
 
-export interface ProxyFigures {
-  attempts: number;
-  successes: number;
-  /** successes / attempts (as GET stats counts them); null before the first attempt. */
-  success_rate: number | null;
-  /** Median latency of the last 16 successful attempts; null before the first success. */
-  p50_ms: number | null;
-}
-
 interface ProxyTally {
-  attempts: number;
-  successes: number;
   readonly recent: Float32Array;
   filled: number;
   next: number;
@@ -102,11 +92,9 @@ export class CallSeries {
     if (!call.ok) this.#errors++;
     this.#hist[bucketOf(safeMs(call.latencyMs))]!++;
     for (const a of call.attempts) {
+      if (a.outcome !== 'success') continue;
       const tally = this.#tally(a.proxyId);
       if (!tally) continue;
-      tally.attempts++;
-      if (a.outcome !== 'success') continue;
-      tally.successes++;
       tally.recent[tally.next] = safeMs(a.latencyMs);
       tally.next = (tally.next + 1) % PROXY_RECENT;
       if (tally.filled < PROXY_RECENT) tally.filled++;
@@ -131,28 +119,10 @@ export class CallSeries {
     return out;
   }
 
-  /** A proxy's figures (zeros and nulls for one that carried no traffic yet). */
-  figures(proxyId: string): ProxyFigures {
+  /** Median latency (ms) of a proxy's last 16 successful attempts; null before its first success. */
+  p50(proxyId: string): number | null {
     const t = this.#proxies.get(proxyId);
-    if (!t) return { attempts: 0, successes: 0, success_rate: null, p50_ms: null };
-    return {
-      attempts: t.attempts,
-      successes: t.successes,
-      success_rate: t.attempts === 0 ? null : t.successes / t.attempts,
-      p50_ms: this.#median(t),
-    };
-  }
-
-  /** Success rate for sorting: -1 before the first attempt, so that those sort first ascending. */
-  successRate(proxyId: string): number {
-    const t = this.#proxies.get(proxyId);
-    return t && t.attempts > 0 ? t.successes / t.attempts : -1;
-  }
-
-  /** Median latency for sorting: -1 before the first success. */
-  medianLatency(proxyId: string): number {
-    const t = this.#proxies.get(proxyId);
-    return t ? (this.#median(t) ?? -1) : -1;
+    return t ? this.#median(t) : null;
   }
 
   #tally(proxyId: string): ProxyTally | undefined {
@@ -160,8 +130,6 @@ export class CallSeries {
     if (t) return t;
     if (this.#pool && this.#pool.get(proxyId) === undefined) return undefined;
     t = {
-      attempts: 0,
-      successes: 0,
       recent: new Float32Array(PROXY_RECENT),
       filled: 0,
       next: 0,

@@ -6,10 +6,10 @@
  * /metrics: a watching operator must not be throttled), and their pool-wide parts are computed at most
  * twice a second whatever the number of open dashboards.
  */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
-import type { BreakerEvent } from '../../breaker/types.ts';
 import type { Cooldown } from '../../bans/cooldowns.ts';
+import type { BreakerEvent } from '../../breaker/types.ts';
 import { STRATEGIES } from '../../config.ts';
 import { SERIES_SECONDS } from '../../metrics/series.ts';
 import { HEALTH_VALUES, PROTOCOLS } from '../../pool/types.ts';
@@ -115,9 +115,11 @@ const Row = Type.Object({
   country: Nullable(Type.String()),
   health: Type.Enum([...HEALTH_VALUES]),
   breaker: Type.Enum([...BREAKER_STATES]),
-  attempts: Type.Integer(),
-  success_rate: Nullable(Type.Number({ description: 'successful attempts / attempts' })),
-  p50_ms: Nullable(Type.Number({ description: 'median of the last 16 successful attempts' })),
+  requests: Type.Integer({ description: 'As GET proxies/{id} stats.total_requests' }),
+  success_rate: Nullable(
+    Type.Number({ description: 'successful / (successful + failed) requests, as GET proxies counts them' }),
+  ),
+  p50_ms: Nullable(Type.Number({ description: 'Median latency of its last 16 successful attempts' })),
   in_flight: Type.Integer(),
 });
 const ProxiesPage = Type.Object({
@@ -160,18 +162,55 @@ function poolCounts(services: Services) {
   return { total: services.pool.size, healthy, unhealthy, breakers, in_flight: inFlight };
 }
 
-export function dashboardApiRoutes(services: Services): FastifyPluginAsync {
-  const { pool, breakers, clock, cooldowns, settings, series } = services;
-  const urlOf = (id: string) => pool.get(id)?.url ?? null;
-  const counts = memo(clock.monotonic, () => poolCounts(services));
-  const recentEvents = memo(clock.monotonic, () => breakers.events(clock.now() - SERIES_SECONDS * 1000));
-  const bans = memo(clock.monotonic, () => {
-    const active = cooldowns.active();
-    return { active: active.length, recent: active.slice(-MAX_BANS) };
-  });
+interface Ctx {
+  readonly services: Services;
+  readonly urlOf: (id: string) => string | null;
+  readonly counts: () => ReturnType<typeof poolCounts>;
+  readonly recentEvents: () => BreakerEvent[];
+  readonly bans: () => { active: number; recent: Cooldown[] };
+}
+
+function infoRoute(app: FastifyInstance, { services }: Ctx): void {
+  const { breakers, settings } = services;
+  let bulkImport: boolean | undefined;
+  app.get(
+    '/dashboard/info',
+    {
+      config: { rateLimit: false },
+      schema: {
+        tags: TAG,
+        summary: 'What the dashboard needs to start (strategies, capabilities, poll periods)',
+        response: { 200: Envelope(Info), ...errorResponses() },
+      },
+    },
+    async (req) => {
+      // Routes are all known once the app is ready; asked on first use.
+      bulkImport ??= app.hasRoute({ method: 'POST', url: '/api/v1/proxies/import' });
+      return ok(req, {
+        version: VERSION,
+        auth_enabled: services.config.requireAuth,
+        strategy: settings.get().rotation_strategy,
+        strategies: [...STRATEGIES],
+        bulk_import: bulkImport,
+        breaker: {
+          failure_threshold: breakers.settings.failureThreshold,
+          window_s: breakers.settings.windowS,
+          timeout_s: breakers.settings.timeoutS,
+        },
+        series_interval_s: 1,
+        series_window_s: SERIES_SECONDS,
+        live_poll_ms: LIVE_POLL_MS,
+        table_poll_ms: TABLE_POLL_MS,
+      });
+    },
+  );
+}
+
+function liveRoute(app: FastifyInstance, ctx: Ctx): void {
+  const { clock, settings, series } = ctx.services;
   const eventView = (e: BreakerEvent) => ({
     proxy_id: e.proxy_id,
-    url: urlOf(e.proxy_id),
+    url: ctx.urlOf(e.proxy_id),
     from_state: e.from_state,
     to_state: e.to_state,
     reason: e.reason,
@@ -180,82 +219,68 @@ export function dashboardApiRoutes(services: Services): FastifyPluginAsync {
   });
   const banView = (c: Cooldown) => ({
     proxy_id: c.proxyId,
-    url: urlOf(c.proxyId),
+    url: ctx.urlOf(c.proxyId),
     host: c.host,
     until: c.until,
     count: c.count,
   });
+  app.get<{ Querystring: Static<typeof LiveQuery> }>(
+    '/dashboard/live',
+    {
+      config: { rateLimit: false },
+      schema: {
+        tags: TAG,
+        summary: 'Live figures: series samples, breaker events and bans since the given cursors',
+        querystring: LiveQuery,
+        response: { 200: Envelope(Live), ...errorResponses(422) },
+      },
+    },
+    async (req) => {
+      const { since, events_since } = req.query;
+      const events = ctx.recentEvents().filter((e) => e.timestamp >= events_since);
+      const bans = ctx.bans();
+      return ok(req, {
+        now: clock.now(),
+        strategy: settings.get().rotation_strategy,
+        series: series.samples(since),
+        pool: ctx.counts(),
+        breaker_events: events.slice(-MAX_EVENTS).map(eventView),
+        bans: { active: bans.active, recent: bans.recent.map(banView) },
+      });
+    },
+  );
+}
 
+function proxiesRoute(app: FastifyInstance, { services }: Ctx): void {
+  app.get<{ Querystring: Static<typeof ProxiesQuery> }>(
+    '/dashboard/proxies',
+    {
+      schema: {
+        tags: TAG,
+        summary: 'One page of the pool table: sorted and filtered on the server',
+        querystring: ProxiesQuery,
+        response: { 200: Envelope(ProxiesPage), ...errorResponses(422) },
+      },
+    },
+    async (req) => ok(req, tablePage(services, req.query as TableQuery)),
+  );
+}
+
+export function dashboardApiRoutes(services: Services): FastifyPluginAsync {
+  const { pool, breakers, clock, cooldowns } = services;
+  const ctx: Ctx = {
+    services,
+    urlOf: (id) => pool.get(id)?.url ?? null,
+    counts: memo(clock.monotonic, () => poolCounts(services)),
+    recentEvents: memo(clock.monotonic, () => breakers.events(clock.now() - SERIES_SECONDS * 1000)),
+    bans: memo(clock.monotonic, () => {
+      const active = cooldowns.active();
+      return { active: active.length, recent: active.slice(-MAX_BANS) };
+    }),
+  };
   return async (app) => {
-    let bulkImport: boolean | undefined;
-    app.get(
-      '/dashboard/info',
-      {
-        config: { rateLimit: false },
-        schema: {
-          tags: TAG,
-          summary: 'What the dashboard needs to start (strategies, capabilities, poll periods)',
-          response: { 200: Envelope(Info), ...errorResponses() },
-        },
-      },
-      async (req) => {
-        bulkImport ??= app.hasRoute({ method: 'POST', url: '/api/v1/proxies/import' });
-        return ok(req, {
-          version: VERSION,
-          auth_enabled: services.config.requireAuth,
-          strategy: settings.get().rotation_strategy,
-          strategies: [...STRATEGIES],
-          bulk_import: bulkImport,
-          breaker: {
-            failure_threshold: breakers.settings.failureThreshold,
-            window_s: breakers.settings.windowS,
-            timeout_s: breakers.settings.timeoutS,
-          },
-          series_interval_s: 1,
-          series_window_s: SERIES_SECONDS,
-          live_poll_ms: LIVE_POLL_MS,
-          table_poll_ms: TABLE_POLL_MS,
-        });
-      },
-    );
-
-    app.get<{ Querystring: Static<typeof LiveQuery> }>(
-      '/dashboard/live',
-      {
-        config: { rateLimit: false },
-        schema: {
-          tags: TAG,
-          summary: 'Live figures: series samples, breaker events and bans since the given cursors',
-          querystring: LiveQuery,
-          response: { 200: Envelope(Live), ...errorResponses(422) },
-        },
-      },
-      async (req) => {
-        const { since, events_since } = req.query;
-        const events = recentEvents().filter((e) => e.timestamp >= events_since);
-        const b = bans();
-        return ok(req, {
-          now: clock.now(),
-          strategy: settings.get().rotation_strategy,
-          series: series.samples(since),
-          pool: counts(),
-          breaker_events: events.slice(-MAX_EVENTS).map(eventView),
-          bans: { active: b.active, recent: b.recent.map(banView) },
-        });
-      },
-    );
-
-    app.get<{ Querystring: Static<typeof ProxiesQuery> }>(
-      '/dashboard/proxies',
-      {
-        schema: {
-          tags: TAG,
-          summary: 'One page of the pool table: sorted and filtered on the server',
-          querystring: ProxiesQuery,
-          response: { 200: Envelope(ProxiesPage), ...errorResponses(422) },
-        },
-      },
-      async (req) => ok(req, tablePage(services, req.query as TableQuery)),
-    );
+    infoRoute(app, ctx);
+    liveRoute(app, ctx);
+    proxiesRoute(app, ctx);
   };
 }

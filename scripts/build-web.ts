@@ -1,0 +1,36 @@
+/**
+ * Builds the dashboard bundle (web/src → web/dist) with the server's own esbuild options
+ * (src/http/dashboard-assets.ts) and prints each file's size, raw and gzipped, for BENCHMARKS.md.
+ * Run before the browser test; the server also builds on demand when web/dist is stale.
+ *
+ *   node scripts/build-web.ts            build and print sizes
+ *   node scripts/build-web.ts --if-stale build only when web/dist is missing or older than web/src
+ */
+import { gzipSync } from 'node:zlib';
+import * as esbuild from 'esbuild';
+import { buildBundle, isStale } from '../src/http/dashboard-assets.ts';
+
+const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--if-stale') && !(await isStale())) {
+    console.log('web/dist is up to date');
+    return;
+  }
+  const started = performance.now();
+  const files = await buildBundle(esbuild);
+  let raw = 0;
+  let gz = 0;
+  for (const [name, bytes] of files) {
+    const zipped = gzipSync(bytes, { level: 9 }).length;
+    raw += bytes.length;
+    gz += zipped;
+    console.log(
+      `web/dist/${name.padEnd(15)} ${kb(bytes.length).padStart(9)} raw ${kb(zipped).padStart(9)} gzip`,
+    );
+  }
+  console.log(`${'total'.padEnd(24)} ${kb(raw).padStart(9)} raw ${kb(gz).padStart(9)} gzip`);
+  console.log(`built in ${Math.round(performance.now() - started)} ms`);
+}
+
+await main();
