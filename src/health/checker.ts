@@ -2,6 +2,7 @@ import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { Selector } from '../outbound/selector.ts';
 import { recordAttempt } from '../pool/health.ts';
 import type { Pool, ProxyEntry } from '../pool/pool.ts';
+import type { ProxyRecord } from '../pool/types.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
 import { send } from '../upstream/send.ts';
 import { UpstreamError } from '../upstream/types.ts';
@@ -89,22 +90,7 @@ export class HealthChecker {
     if (this.d.pool.get(e.record.id) !== e) return this.removed(e);
     const t0 = this.d.monotonic();
     const permit = this.d.breakers.admit(e.record.id);
-    let error: UpstreamError | null = null;
-    try {
-      await send(this.d.dispatchers.get(e.record), {
-        url: new URL(this.d.url),
-        method: 'GET',
-        headers: { 'user-agent': 'rota-health-check' },
-        body: null,
-        deadline: t0 + this.d.timeoutMs,
-        maxResponseBytes: 64 * 1024,
-      });
-    } catch (err) {
-      error =
-        err instanceof UpstreamError
-          ? err
-          : new UpstreamError('proxy_protocol', 'health check failed', { mayHaveReachedTarget: true });
-    }
+    const error = await this.attempt(e.record, t0);
     const latency = this.d.monotonic() - t0;
     // Only a proxy fault fails a proxy: a health-check URL that is itself down is not the proxy's doing.
     const fault = error?.proxyFault ?? false;
@@ -122,6 +108,42 @@ export class HealthChecker {
       error: error ? `${error.kind}: ${error.message}` : null,
       tested_at: new Date(this.d.now()).toISOString(),
     };
+  }
+
+  /** One GET of the health-check URL through the proxy: null when it worked, else why not. */
+  private async attempt(record: ProxyRecord, t0: number): Promise<UpstreamError | null> {
+    try {
+      await send(this.d.dispatchers.get(record), {
+        url: new URL(this.d.url),
+        method: 'GET',
+        headers: { 'user-agent': 'rota-health-check' },
+        body: null,
+        deadline: t0 + this.d.timeoutMs,
+        maxResponseBytes: 64 * 1024,
+      });
+      return null;
+    } catch (err) {
+      return err instanceof UpstreamError
+        ? err
+        : new UpstreamError('proxy_protocol', 'health check failed', { mayHaveReachedTarget: true });
+    }
+  }
+
+  /**
+   * The same check of a proxy that is not in the pool (a proxy source's candidate), within the same
+   * concurrency bound. Nothing is recorded (no member, no breaker); its connections are closed after.
+   * `ok` is what `working` means for a member: no proxy fault, and not cut short.
+   */
+  async probe(record: ProxyRecord): Promise<{ ok: boolean; error: string | null }> {
+    await this.acquire();
+    try {
+      const error = await this.attempt(record, this.d.monotonic());
+      const ok = error === null || (!error.proxyFault && error.kind !== 'aborted');
+      return { ok, error: error ? `${error.kind}: ${error.message}` : null };
+    } finally {
+      this.release();
+      await this.d.dispatchers.close(record.id);
+    }
   }
 
   private removed(e: ProxyEntry): HealthResult {

@@ -8,7 +8,14 @@ import sjson from 'secure-json-parse';
 import { AddProxyBody, type AddProxyBodyT } from '../http/schemas/proxy.ts';
 import type { AddProxyInput } from '../pool/pool.ts';
 import { PROTOCOLS, type Protocol } from '../pool/types.ts';
-import { type Candidate, type Invalid, type ParsedList, parseLine, splitLines } from './lines.ts';
+import {
+  type Candidate,
+  type Invalid,
+  type LineResult,
+  type ParsedList,
+  parseLine,
+  splitLines,
+} from './lines.ts';
 
 // The body validator's options (http/validator.ts): JSON types are not coerced. `password` is a format
 // for documentation only.
@@ -35,23 +42,45 @@ function parseJsonText(text: string): { ok: true; value: unknown } | { ok: false
   }
 }
 
+/** One `POST proxies` body, validated by the route's own schema, or why it is not one. */
+function bodyItem(value: unknown): LineResult {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { ok: false, reason: 'expected a JSON object' };
+  }
+  if (!checkBody(value)) return { ok: false, reason: schemaReason(checkBody.errors?.[0]) };
+  return { ok: true, input: value };
+}
+
+/** One NDJSON line: a `POST proxies` body, a reason it is not one, or null (blank, `#`). */
+function ndjsonLine(raw: string): LineResult {
+  const line = raw.trim();
+  if (line === '' || line.startsWith('#')) return null;
+  const parsed = parseJsonText(line);
+  return parsed.ok ? bodyItem(parsed.value) : { ok: false, reason: 'not valid JSON' };
+}
+
+/** A JSON array of `POST proxies` bodies; items are numbered from 1 as lines. */
+export function parseBodyArray(items: readonly unknown[]): ParsedList {
+  const candidates: Candidate[] = [];
+  const invalid: Invalid[] = [];
+  items.forEach((item, i) => {
+    const r = bodyItem(item);
+    if (r?.ok) candidates.push({ line: i + 1, input: r.input });
+    else if (r) invalid.push({ line: i + 1, reason: r.reason });
+  });
+  return { candidates, invalid, lines: items.length };
+}
+
 /** NDJSON of `POST proxies` bodies; blank and `#` lines are skipped. */
 export function parseNdjsonList(text: string): ParsedList {
   const candidates: Candidate[] = [];
   const invalid: Invalid[] = [];
   const lines = splitLines(text);
   lines.forEach((raw, i) => {
-    const line = raw.trim();
-    if (line === '' || line.startsWith('#')) return;
-    const parsed = parseJsonText(line);
-    if (!parsed.ok) return void invalid.push({ line: i + 1, reason: 'not valid JSON' });
-    const value = parsed.value;
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      return void invalid.push({ line: i + 1, reason: 'expected a JSON object' });
-    }
-    if (!checkBody(value))
-      return void invalid.push({ line: i + 1, reason: schemaReason(checkBody.errors?.[0]) });
-    candidates.push({ line: i + 1, input: value });
+    const r = ndjsonLine(raw);
+    if (r === null) return;
+    if (r.ok) candidates.push({ line: i + 1, input: r.input });
+    else invalid.push({ line: i + 1, reason: r.reason });
   });
   return { candidates, invalid, lines: lines.length };
 }

@@ -204,7 +204,8 @@ type RowValues = readonly (string | number | Buffer | null)[];
 
 /** The insert statement's values for a record, credentials sealed. */
 function rowValues(cipher: CredentialCipher, r: ProxyRecord): RowValues {
-  const seal = (v: string | null, field: string) => (v === null ? null : cipher.seal(v, context(r.id, field)));
+  const seal = (v: string | null, field: string) =>
+    v === null ? null : cipher.seal(v, context(r.id, field));
   return [
     r.id,
     r.protocol,
