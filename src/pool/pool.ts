@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { ApiError } from '../http/errors.ts';
 import { DuplicateProxyError, type ProxyStore } from '../store/types.ts';
-import { parseProxyUrl } from './proxy-url.ts';
+import { buildRecord, tryBuild } from './record.ts';
 import {
   type Health,
   identityKey,
@@ -52,7 +51,7 @@ export interface PoolListener {
 
 type Clock = () => number;
 
-function duplicate(record: ProxyRecord): ApiError {
+export function duplicate(record: ProxyRecord): ApiError {
   return new ApiError('PROXY_ALREADY_EXISTS', `A proxy with URL ${publicUrl(record)} already exists`, {
     details: { url: publicUrl(record) },
   });
@@ -113,7 +112,7 @@ export class Pool {
   }
 
   async add(input: AddProxyInput): Promise<ProxyEntry> {
-    const record = this.buildRecord(input);
+    const record = buildRecord(input, this.now());
     const key = identityKey(record);
     if (this.byIdentity.has(key) || this.pending.has(key)) throw duplicate(record);
     this.pending.add(key);
@@ -141,7 +140,7 @@ export class Pool {
     const keys: string[] = [];
     const seen = new Set<string>();
     for (const input of inputs) {
-      const record = this.tryBuild(input);
+      const record = tryBuild(input, this.now());
       if (typeof record === 'string') {
         outcomes.push({ kind: 'invalid', reason: record });
         continue;
@@ -182,24 +181,13 @@ export class Pool {
    * as a source's health probe. Throws INVALID_PROXY_FORMAT like `add`.
    */
   draft(input: AddProxyInput): ProxyRecord {
-    return this.buildRecord(input);
+    return buildRecord(input, this.now());
   }
 
   /** True when a member, or one being added, has this record's identity (URL + username). */
   knows(record: ProxyRecord): boolean {
     const key = identityKey(record);
     return this.byIdentity.has(key) || this.pending.has(key);
-  }
-
-  /** The record, or why the input is not a valid proxy (never with its credentials). */
-  private tryBuild(input: AddProxyInput): ProxyRecord | string {
-    try {
-      return this.buildRecord(input);
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      const details = err.details as { reason?: unknown } | null;
-      return typeof details?.reason === 'string' ? details.reason : 'invalid proxy';
-    }
   }
 
   async remove(id: string): Promise<boolean> {
@@ -293,38 +281,6 @@ export class Pool {
     for (const e of snapshot) {
       if (this.byId.get(e.record.id) === e && this.matches(e, filter)) yield e;
     }
-  }
-
-  private buildRecord(input: AddProxyInput): ProxyRecord {
-    const parsed = parseProxyUrl(input.url);
-    if (!parsed.ok) {
-      throw new ApiError('INVALID_PROXY_FORMAT', `Invalid proxy URL: ${parsed.reason}`, {
-        details: { reason: parsed.reason },
-        detail: [{ loc: ['body', 'url'], msg: parsed.reason, type: 'value_error', input: '***', ctx: {} }],
-      });
-    }
-    const p = parsed.value;
-    if ((input.username !== undefined || input.password !== undefined) && (p.username || p.password)) {
-      const reason = 'credentials given both in the URL and as fields';
-      throw new ApiError('INVALID_PROXY_FORMAT', `Invalid proxy URL: ${reason}`, {
-        details: { reason },
-        detail: [{ loc: ['body', 'url'], msg: reason, type: 'value_error', input: '***', ctx: {} }],
-      });
-    }
-    const now = this.now();
-    return {
-      id: randomUUID(),
-      protocol: p.protocol,
-      host: p.host,
-      port: p.port,
-      username: input.username || p.username,
-      password: input.password || p.password,
-      weight: input.weight ?? 1,
-      country: input.country ? input.country.toUpperCase() : null,
-      tags: input.tags ?? [],
-      createdAt: now,
-      updatedAt: now,
-    };
   }
 
   private insertEntry(record: ProxyRecord): ProxyEntry {

@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import { ApiError } from '../http/errors.ts';
+import type { AddProxyInput } from './pool.ts';
+import { parseProxyUrl } from './proxy-url.ts';
+import type { ProxyRecord } from './types.ts';
+
+/** A new proxy's record from what a caller gave (POST proxies, import, sources): parsed and checked. */
+export function buildRecord(input: AddProxyInput, now: number): ProxyRecord {
+  const parsed = parseProxyUrl(input.url);
+  if (!parsed.ok) {
+    throw new ApiError('INVALID_PROXY_FORMAT', `Invalid proxy URL: ${parsed.reason}`, {
+      details: { reason: parsed.reason },
+      detail: [{ loc: ['body', 'url'], msg: parsed.reason, type: 'value_error', input: '***', ctx: {} }],
+    });
+  }
+  const p = parsed.value;
+  if ((input.username !== undefined || input.password !== undefined) && (p.username || p.password)) {
+    const reason = 'credentials given both in the URL and as fields';
+    throw new ApiError('INVALID_PROXY_FORMAT', `Invalid proxy URL: ${reason}`, {
+      details: { reason },
+      detail: [{ loc: ['body', 'url'], msg: reason, type: 'value_error', input: '***', ctx: {} }],
+    });
+  }
+  return {
+    id: randomUUID(),
+    protocol: p.protocol,
+    host: p.host,
+    port: p.port,
+    username: input.username || p.username,
+    password: input.password || p.password,
+    weight: input.weight ?? 1,
+    country: input.country ? input.country.toUpperCase() : null,
+    tags: input.tags ?? [],
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/** The record, or why the input is not a valid proxy (never with its credentials). */
+export function tryBuild(input: AddProxyInput, now: number): ProxyRecord | string {
+  try {
+    return buildRecord(input, now);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    const details = err.details as { reason?: unknown } | null;
+    return typeof details?.reason === 'string' ? details.reason : 'invalid proxy';
+  }
+}
