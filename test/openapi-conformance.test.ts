@@ -246,6 +246,16 @@ describe('responses match the document (real proxy, loopback target)', () => {
       ['get /metrics/retry', '/metrics/retry?format=xml'],
       ['get /metrics/circuit-breaker', '/metrics/circuit-breaker'],
       ['get /metrics/circuit-breaker', '/metrics/circuit-breaker?hours=-1'],
+      [`get ${API}/dashboard/info`, `${API}/dashboard/info`],
+      [`get ${API}/dashboard/live`, `${API}/dashboard/live?since=0&events_since=0`],
+      [`get ${API}/dashboard/live`, `${API}/dashboard/live?since=-1`],
+      [`get ${API}/dashboard/proxies`, `${API}/dashboard/proxies?sort=p50_ms&order=desc&q=127.0.0.1`],
+      [`get ${API}/dashboard/proxies`, `${API}/dashboard/proxies?sort=bogus`],
+      [`post ${API}/proxies/import`, `${API}/proxies/import`, [{ url: 'http://127.0.0.1:2' }, { url: 'x' }]],
+      [`get ${API}/sources`, `${API}/sources`],
+      [`put ${API}/sources`, `${API}/sources`, [{ name: 'list', url: targetUrl, validate: false }]],
+      [`put ${API}/sources`, `${API}/sources`, [{ name: 'list', url: 'ftp://files.example/list' }]],
+      [`put ${API}/sources`, `${API}/sources`, []],
       [`delete ${API}/proxies/{proxy_id}`, `${API}/proxies/${id}`],
       [`delete ${API}/proxies/{proxy_id}`, `${API}/proxies/${id}`],
     ];
@@ -262,6 +272,9 @@ describe('responses match the document (real proxy, loopback target)', () => {
       `post ${API}/request 422`,
       `post ${API}/proxies/health-check 200`,
       `put ${API}/config 400`,
+      `post ${API}/proxies/import 200`,
+      `put ${API}/sources 200`,
+      `put ${API}/sources 400`,
       `delete ${API}/proxies/{proxy_id} 404`,
     ]) {
       assert.ok(statuses.includes(expected), `${expected} in ${statuses.join('\n')}`);
@@ -286,6 +299,25 @@ describe('responses match the document (real proxy, loopback target)', () => {
       if (!op.requestBody) continue;
       const { status } = await send(key, path.replace(/\{[^}]+\}/g, SOME_UUID), undefined, '{"a":');
       assert.equal(status, 422, key);
+    }
+  });
+
+  it('documents the 413 and 415 a body can get, on every operation but the GETs (which ignore it)', async () => {
+    for (const { key, path, method } of operations(doc)) {
+      if (method === 'get') continue;
+      const url = path.replace(/\{[^}]+\}/g, SOME_UUID);
+      const bodies = [
+        { 'content-type': 'application/xml', payload: '<a/>' },
+        { 'content-type': 'application/json', payload: JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) }) },
+      ];
+      for (const { payload, ...headers } of bodies) {
+        const res = await t.app.inject({ method: method.toUpperCase() as 'GET', url, headers, payload });
+        const op = doc.paths[path]?.[method];
+        assert.ok(
+          op?.responses[String(res.statusCode)],
+          `${key} with ${headers['content-type']}: ${res.statusCode}`,
+        );
+      }
     }
   });
 
@@ -328,7 +360,12 @@ describe('rate limiting as documented', () => {
 
   // The metrics routes are exempt for whoever may read them, but a caller guessing keys (auth on) is
   // still counted, so their documented 429 is right although this auth-off app never sends it.
-  const LIMITED_ONLY_FOR_GUESSERS = new Set(['get /metrics/retry', 'get /metrics/circuit-breaker']);
+  const LIMITED_ONLY_FOR_GUESSERS = new Set([
+    'get /metrics/retry',
+    'get /metrics/circuit-breaker',
+    'get /api/v1/dashboard/info',
+    'get /api/v1/dashboard/live',
+  ]);
 
   it('documents 429 exactly on the operations the limiter can refuse', async () => {
     const wrong: string[] = [];

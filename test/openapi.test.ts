@@ -4,6 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { BODY_OPTIONAL, operationIdFor } from '../src/http/docs.ts';
+import { HANDLER_PATTERN } from '../src/http/schemas/common.ts';
+import { PROXY_URL_PATTERN, TARGET_URL_PATTERN } from '../src/http/schemas/patterns.ts';
 import { VERSION } from '../src/version.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 import {
@@ -16,6 +18,11 @@ import {
   schemaPointers,
   UNVERSIONED,
 } from './helpers/openapi-doc.ts';
+
+interface Link {
+  operationId: string;
+  parameters: Record<string, string>;
+}
 
 interface SeenRoute {
   method: string;
@@ -180,18 +187,96 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('marks the probes public and every other operation as needing the key (DECISIONS)', () => {
-    const probes = ['get /api/v1/health', 'get /api/v1/ready'];
-    assert.ok((doc.security ?? []).length > 0, 'a key is required by default');
+  it('requires no key without ROTA_REQUIRE_AUTH: no security requirement or scheme, no 401', () => {
+    assert.equal(doc.security, undefined, 'no document-wide requirement');
+    assert.equal(doc.components.securitySchemes, undefined, 'no security scheme');
     for (const { key, op } of operations(doc)) {
-      if (probes.includes(key)) {
-        assert.deepEqual(op.security, [], `${key} needs no key`);
-        assert.equal(op.responses['401'], undefined, `${key} never answers 401`);
-      } else {
-        assert.ok(op.responses['401'], `${key} documents 401`);
-        assert.equal(op.security, undefined, `${key} inherits the key requirement`);
-      }
+      assert.equal(op.security, undefined, `${key} has no requirement of its own`);
+      assert.equal(op.responses['401'], undefined, `${key} never answers 401`);
     }
+  });
+
+  it('with ROTA_REQUIRE_AUTH marks the probes public and every other operation as needing the key', async () => {
+    const secured = await makeApp({
+      ROTA_REQUIRE_AUTH: 'true',
+      ROTA_API_KEY: 'openapi-key-0123456789abcdef',
+    });
+    try {
+      const authDoc: Document = (await secured.app.inject({ url: '/openapi.json' })).json();
+      assert.deepEqual(authDoc.security, [{ ApiKey: [] }, { Bearer: [] }], 'the key, in either header');
+      assert.deepEqual(Object.keys(authDoc.components.securitySchemes ?? {}).sort(), ['ApiKey', 'Bearer']);
+      const probes = ['get /api/v1/health', 'get /api/v1/ready'];
+      for (const { key, op } of operations(authDoc)) {
+        if (probes.includes(key)) {
+          assert.deepEqual(op.security, [], `${key} needs no key`);
+          assert.equal(op.responses['401'], undefined, `${key} never answers 401`);
+        } else {
+          assert.ok(op.responses['401'], `${key} documents 401`);
+          assert.equal(op.security, undefined, `${key} inherits the key requirement`);
+        }
+      }
+      // Apart from the key, it is the same document.
+      const strip = (d: Document) =>
+        JSON.stringify(d, (k, v) =>
+          k === '401' || k === 'security' || k === 'securitySchemes' ? undefined : v,
+        );
+      assert.equal(strip(authDoc), strip(doc));
+    } finally {
+      await secured.close();
+    }
+  });
+
+  it('documents the 503 of an empty pool and of the store being down on every write', () => {
+    const described = (key: string, status: string) => {
+      const [method, path] = key.split(' ') as [string, string];
+      return doc.paths[path]?.[method]?.responses[status]?.description ?? '';
+    };
+    for (const key of [`get ${API}/rotate`, `post ${API}/request`]) {
+      assert.match(described(key, '503'), /PROXY_POOL_EMPTY/, key);
+    }
+    assert.match(described(`post ${API}/request`, '400'), /INVALID_URL/);
+    const writes = [
+      `post ${API}/proxies`,
+      `delete ${API}/proxies/{proxy_id}`,
+      `put ${API}/config`,
+      `put ${API}/retry/policy`,
+      `put ${API}/ban-policy`,
+    ];
+    for (const key of writes) assert.match(described(key, '503'), /STORAGE_UNAVAILABLE/, key);
+  });
+
+  it('links the proxy POST proxies creates to the operations that take its id', () => {
+    const created = doc.paths[`${API}/proxies`]?.post?.responses['201'] as { links?: Record<string, Link> };
+    const links = created?.links ?? {};
+    const ids = new Set(operations(doc).map((o) => o.op.operationId));
+    const targets = Object.values(links).map((l) => l.operationId);
+    assert.deepEqual(targets.sort(), [
+      'deleteProxiesByProxyId',
+      'getCircuitBreakersByProxyId',
+      'getProxiesByProxyId',
+      'postCircuitBreakersByProxyIdReset',
+    ]);
+    for (const link of Object.values(links)) {
+      assert.ok(ids.has(link.operationId), link.operationId);
+      assert.deepEqual(link.parameters, { proxy_id: '$response.body#/data/id' }, link.operationId);
+    }
+  });
+
+  it('states handler-checked patterns as `pattern`, leaving the validator its own schema', () => {
+    assert.doesNotMatch(JSON.stringify(doc), new RegExp(HANDLER_PATTERN), 'no extension keyword is left');
+    const body = (path: string, method: string) =>
+      doc.paths[path]?.[method]?.requestBody?.content?.['application/json']?.schema as {
+        properties: Record<string, { pattern?: string }>;
+      };
+    assert.equal(body(`${API}/proxies`, 'post').properties.url?.pattern, PROXY_URL_PATTERN);
+    assert.equal(body(`${API}/request`, 'post').properties.url?.pattern, TARGET_URL_PATTERN);
+    // The route schemas the validator compiled keep no such pattern: DECISIONS' answers (400) stand.
+    const request = routes.find((r) => r.method === 'post' && r.url === `${API}/request`);
+    assert.ok(request?.schema?.body, 'POST request has a body schema');
+    const url = (request.schema.body as { properties: Record<string, Record<string, unknown>> }).properties
+      .url;
+    assert.equal(url?.pattern, undefined);
+    assert.equal(url?.[HANDLER_PATTERN], TARGET_URL_PATTERN);
   });
 
   it('has only local $refs, and every one resolves', () => {

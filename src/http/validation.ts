@@ -160,21 +160,28 @@ export function toDetail(
   const seen = new Set<string>();
   const out: DetailItem[] = [];
   for (const e of errors) {
-    // anyOf/oneOf repeat what their branches already said.
-    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
+    // anyOf/oneOf/propertyNames repeat what their branches already said.
+    if (['anyOf', 'oneOf', 'if', 'propertyNames'].includes(e.keyword)) continue;
     const p = e.params as AjvParams;
     const path = pointerToPath(e.instancePath);
-    const extra = p.missingProperty ?? p.additionalProperty;
+    // A property name that fails `propertyNames` (a header name that is not a token): located by the name.
+    const name = (e as { propertyName?: unknown }).propertyName;
+    const extra =
+      p.missingProperty ?? p.additionalProperty ?? (typeof name === 'string' ? name.slice(0, 64) : undefined);
     const at = extra === undefined ? path : [...path, extra];
-    const { type, msg, ctx } = describe(e);
+    const described = describe(e);
+    const { type, ctx } = described;
+    const msg = typeof name === 'string' ? `Property name: ${described.msg}` : described.msg;
     const key = `${at.join('.')}|${type}`;
     if (seen.has(key)) continue;
     seen.add(key);
     // An unknown field's value is not echoed: a client may have put a secret under a name we do not know.
+    // Nor is a value under a name the client chose (a header for the target), nor that name's value.
+    const underChosenName = /\/(?:additionalProperties|patternProperties)\//.test(e.schemaPath);
     const input =
       e.keyword === 'required'
         ? valueAt(data, path)
-        : e.keyword === 'additionalProperties'
+        : e.keyword === 'additionalProperties' || typeof name === 'string' || underChosenName
           ? null
           : valueAt(data, at);
     out.push({ loc: [LOC_ROOT[context] ?? context, ...at], msg, type, input: safeInput(at, input), ctx });

@@ -10,7 +10,8 @@ import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
 import { invalidConfig, isRecord, item, schemaProblems } from '../problems.ts';
 import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses } from '../schemas/common.ts';
+import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../schemas/common.ts';
+import { withNonBlankPatterns } from '../schemas/config.ts';
 
 /**
  * The ban policy and the cool-down table (bans/): read and change the policy (persisted like the config),
@@ -78,9 +79,14 @@ export function banRoutes(services: Services): FastifyPluginAsync {
           summary: 'Change the ban policy (partial)',
           description:
             'Every invalid value is reported (400 INVALID_CONFIGURATION) and then nothing is changed. ' +
-            'Patterns are plain case-insensitive substrings of the first 64 KiB of a body.',
-          body: BanPolicyUpdateSchema,
-          response: { 200: Envelope(BanPolicySchema), ...errorResponses(400, 413, 415, 422) },
+            'Patterns are plain case-insensitive substrings of the first 64 KiB of a body. `max_cooldown_s` ' +
+            'must be at least the `cooldown_s` of the policy the update leaves (the current one for a field ' +
+            'not given).',
+          body: withNonBlankPatterns(BanPolicyUpdateSchema),
+          response: {
+            200: Envelope(BanPolicySchema),
+            ...errorResponses(400, 413, 415, 422, STORAGE_UNAVAILABLE),
+          },
         },
       },
       async (req) => {
@@ -135,7 +141,7 @@ export function banRoutes(services: Services): FastifyPluginAsync {
           tags: ['bans'],
           summary: "End the cool-downs of a host (without `host`: every host's)",
           querystring: ClearQuery,
-          response: { 204: Type.Null({ description: 'Cleared' }), ...errorResponses(422) },
+          response: { 204: Type.Null({ description: 'Cleared' }), ...errorResponses(413, 415, 422) },
         },
       },
       async (req, reply) => {

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { STRATEGIES } from '../../config.ts';
 import {
@@ -11,10 +11,11 @@ import {
 } from '../../outbound/retry-policy.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
-import { ApiError, type DetailItem } from '../errors.ts';
+import type { DetailItem } from '../errors.ts';
 import { invalidConfig, isRecord, item, schemaProblems } from '../problems.ts';
 import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses } from '../schemas/common.ts';
+import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../schemas/common.ts';
+import { withCorsOriginPattern } from '../schemas/config.ts';
 
 const RateLimits = Type.Object({
   default_limit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
@@ -134,8 +135,8 @@ export function configRoutes(services: Services, retry: RetryPolicyHolder): Fast
           summary: 'Change the runtime configuration (partial); applies to the next request',
           description:
             'Every invalid value is reported (400 INVALID_CONFIGURATION) and then nothing is changed.',
-          body: ConfigUpdate,
-          response: { 200: Envelope(ConfigView), ...errorResponses(400, 413, 415, 422) },
+          body: withCorsOriginPattern(ConfigUpdate, services.config.corsAllowCredentials),
+          response: { 200: Envelope(ConfigView), ...errorResponses(400, 413, 415, 422, STORAGE_UNAVAILABLE) },
         },
       },
       async (req) => {
@@ -170,9 +171,14 @@ export function configRoutes(services: Services, retry: RetryPolicyHolder): Fast
           tags: ['config'],
           summary: 'Change the retry policy (partial; an explicit null resets `timeout`)',
           description:
-            'Every invalid value is reported (400 INVALID_CONFIGURATION) and then nothing is changed.',
+            'Every invalid value is reported (400 INVALID_CONFIGURATION) and then nothing is changed. ' +
+            '`max_backoff_delay` must be at least the `base_delay` of the policy the update leaves (the ' +
+            'current one for a field not given).',
           body: RetryPolicyUpdateSchema,
-          response: { 200: Envelope(RetryPolicySchema), ...errorResponses(400, 413, 415, 422) },
+          response: {
+            200: Envelope(RetryPolicySchema),
+            ...errorResponses(400, 413, 415, 422, STORAGE_UNAVAILABLE),
+          },
         },
       },
       async (req) => {

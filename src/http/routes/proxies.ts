@@ -7,7 +7,7 @@ import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
 import { ApiError } from '../errors.ts';
 import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses } from '../schemas/common.ts';
+import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../schemas/common.ts';
 import {
   AddProxyBody,
   type AddProxyBodyT,
@@ -92,7 +92,10 @@ export function proxyRoutes(services: Services): FastifyPluginAsync {
           description:
             'Credentials may be given as fields or as user:pass@ in the URL; they are never returned.',
           body: AddProxyBody,
-          response: { 201: Envelope(ProxySchema, 'Created'), ...errorResponses(400, 409, 413, 415, 422) },
+          response: {
+            201: Envelope(ProxySchema, 'Created'),
+            ...errorResponses(400, 409, 413, 415, 422, STORAGE_UNAVAILABLE),
+          },
         },
       },
       async (req, reply) => {
@@ -154,7 +157,10 @@ export function proxyRoutes(services: Services): FastifyPluginAsync {
           tags: TAG,
           summary: 'Remove a proxy',
           params: ProxyIdParams,
-          response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(404, 413, 415, 422) },
+          response: {
+            204: Type.Null({ description: 'Removed' }),
+            ...errorResponses(404, 413, 415, 422, STORAGE_UNAVAILABLE),
+          },
         },
       },
       async (req, reply) => {

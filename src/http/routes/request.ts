@@ -8,13 +8,14 @@ import { ok } from '../envelope.ts';
 import { ApiError, type DetailItem } from '../errors.ts';
 import { sendProxied } from '../proxied-answer.ts';
 import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses } from '../schemas/common.ts';
+import { Envelope, errorResponses, POOL_EMPTY } from '../schemas/common.ts';
 import { ProxySchema } from '../schemas/proxy.ts';
 import {
   ProxiedRequestBody,
   type ProxiedRequestBodyT,
   ProxiedResponse,
   RotateQuery,
+  TARGET_REFUSED,
 } from '../schemas/request.ts';
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -97,7 +98,10 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           description:
             'Rotates, fails over to a different proxy on proxy faults, and never follows redirects.',
           body: ProxiedRequestBody,
-          response: { 200: Envelope(ProxiedResponse), ...errorResponses(400, 413, 415, 422, 502, 503, 504) },
+          response: {
+            200: Envelope(ProxiedResponse),
+            ...errorResponses(TARGET_REFUSED, 413, 415, 422, 502, POOL_EMPTY, 504),
+          },
         },
       },
       async (req, reply) => {
@@ -148,7 +152,7 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           summary: 'Select the next proxy without sending a request',
           description: 'Advances the strategy like a real selection; touches no breaker and no counter.',
           querystring: RotateQuery,
-          response: { 200: Envelope(ProxySchema), ...errorResponses(422, 503) },
+          response: { 200: Envelope(ProxySchema), ...errorResponses(422, POOL_EMPTY) },
         },
       },
       async (req) => {

@@ -40,18 +40,70 @@ export function Envelope<T extends TSchema>(data: T, description = 'Success') {
   );
 }
 
-/** Response schemas for the error statuses a route can answer with. */
-export function errorResponses(...statuses: number[]): Record<number, typeof ErrorEnvelope> {
-  const out: Record<number, typeof ErrorEnvelope> = {};
-  for (const s of [...new Set([...statuses, 401, 429, 500])]) out[s] = ErrorEnvelope;
+/** An error status with what it means for this operation (the document's response description). */
+export interface DescribedStatus {
+  readonly status: number;
+  readonly description: string;
+}
+
+/** An error response: the envelope, with the description of its status when one is given. */
+export type ErrorResponse =
+  | typeof ErrorEnvelope
+  | { description: string; content: { 'application/json': { schema: typeof ErrorEnvelope } } };
+
+/** 503 of a write while the shared store (PostgreSQL) is unreachable (error-handler.ts). */
+export const STORAGE_UNAVAILABLE: DescribedStatus = {
+  status: 503,
+  description: 'STORAGE_UNAVAILABLE: the store (PostgreSQL) is unreachable; nothing was written, try again',
+};
+
+/** 503 of a selection with no proxy to pick (DECISIONS: "Outbound requests"). */
+export const POOL_EMPTY: DescribedStatus = {
+  status: 503,
+  description:
+    'PROXY_POOL_EMPTY: no proxy can be picked (an empty pool, or every breaker open: then Retry-After says ' +
+    'when the first one half-opens)',
+};
+
+/**
+ * Response schemas for the error statuses a route can answer with, plus 401 (a key is required when
+ * ROTA_REQUIRE_AUTH is on; docs.ts drops it otherwise), 429 (rate limits) and 500.
+ */
+export function errorResponses(...statuses: (number | DescribedStatus)[]): Record<number, ErrorResponse> {
+  const out: Record<number, ErrorResponse> = {};
+  for (const s of [...statuses, 401, 429, 500]) {
+    if (typeof s === 'number') out[s] ??= ErrorEnvelope;
+    else
+      out[s.status] = {
+        description: s.description,
+        content: { 'application/json': { schema: ErrorEnvelope } },
+      };
+  }
   return out;
 }
 
 /** The same for a route served without a key: no 401, so the document marks it public too. */
-export function publicErrorResponses(...statuses: number[]): Record<number, typeof ErrorEnvelope> {
+export function publicErrorResponses(
+  ...statuses: (number | DescribedStatus)[]
+): Record<number, ErrorResponse> {
   const out = errorResponses(...statuses);
   delete out[401];
   return out;
+}
+
+/**
+ * Schema keyword for a `pattern` that the document states but a handler checks, not the schema validator,
+ * because the handler's refusal is the answer DECISIONS gives: a target URL with another scheme or with
+ * credentials is an SSRF refusal (400 INVALID_URL with `details.reason`), not the 422 of a schema failure;
+ * a proxy URL, a CORS origin or a blank ban pattern is refused with the parser's own reason, once. docs.ts
+ * writes it as `pattern` into the document; test/openapi-constraints.test.ts holds each one against the
+ * code that decides. Everything else the document states, the validator enforces.
+ */
+export const HANDLER_PATTERN = 'x-handler-pattern';
+
+/** Options stating `pattern` in the document for a string its handler checks (see HANDLER_PATTERN). */
+export function checkedByHandler(pattern: string): { [HANDLER_PATTERN]: string } {
+  return { [HANDLER_PATTERN]: pattern };
 }
 
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);

@@ -1,6 +1,8 @@
 import { type Static, Type } from 'typebox';
+import { MAX_PROXY_URL_LENGTH } from '../../pool/proxy-url.ts';
 import { HEALTH_VALUES, PROTOCOLS, STATUS_FILTERS, STATUS_VALUES } from '../../pool/types.ts';
-import { Nullable } from './common.ts';
+import { checkedByHandler, Nullable } from './common.ts';
+import { PROXY_URL_PATTERN, PROXY_URL_WITHOUT_CREDENTIALS_PATTERN } from './patterns.ts';
 
 export const ProxyStatsSchema = Type.Object({
   total_requests: Type.Integer(),
@@ -31,8 +33,15 @@ export const AddProxyBody = Type.Object(
   {
     url: Type.String({
       minLength: 1,
-      maxLength: 2048,
-      description: 'e.g. http://host:3128 or socks5://user:pass@host:1080',
+      maxLength: MAX_PROXY_URL_LENGTH,
+      ...checkedByHandler(PROXY_URL_PATTERN),
+      description:
+        '`scheme://[user[:password]@]host:port[/]`, e.g. http://host:3128 or socks5://user:pass@host:1080. ' +
+        'Scheme http, https, socks4, socks4a, socks5 or socks5h (any case); user and password ' +
+        'percent-encoded where needed (valid UTF-8 escapes only); host a name (labels of 1-63 letters, digits ' +
+        'and inner hyphens, at most 253 characters), a dotted IPv4 address or a bracketed IPv6 address; port ' +
+        '1-65535; no path, query or fragment; surrounding white space is ignored. At most 2048 UTF-16 code ' +
+        'units. Anything else is 400 INVALID_PROXY_FORMAT with the reason.',
     }),
     username: Type.Optional(Type.String({ maxLength: 256 })),
     password: Type.Optional(Type.String({ maxLength: 256, format: 'password' })),
@@ -40,7 +49,14 @@ export const AddProxyBody = Type.Object(
     country: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2' })),
     tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 })),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // Credentials come either in the URL or as fields, never both (400 INVALID_PROXY_FORMAT).
+    if: { anyOf: [{ required: ['username'] }, { required: ['password'] }] },
+    // biome-ignore lint/suspicious/noThenProperty: `then` is the JSON Schema keyword, not a thenable
+    then: { properties: { url: checkedByHandler(PROXY_URL_WITHOUT_CREDENTIALS_PATTERN) } },
+    description: 'Credentials go either in `url` or in `username`/`password`, not in both.',
+  },
 );
 export type AddProxyBodyT = Static<typeof AddProxyBody>;
 

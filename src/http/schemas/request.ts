@@ -1,18 +1,53 @@
 import { type Static, Type } from 'typebox';
-import { Nullable } from './common.ts';
+import { checkedByHandler, type DescribedStatus, Nullable } from './common.ts';
+import { BASE64_PATTERN, HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN, TARGET_URL_PATTERN } from './patterns.ts';
+
+/** The 400 of `POST request`: a target the SSRF rules refuse (DECISIONS: "Envelope, request id, errors"). */
+export const TARGET_REFUSED: DescribedStatus = {
+  status: 400,
+  description:
+    'INVALID_URL: the target is not allowed; `details.reason` is scheme, credentials, loopback, private, ' +
+    'link_local, reserved, multicast, broadcast, unspecified, internal_domain or unresolvable',
+};
 
 export const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 
+/** Headers for the target: RFC 9110 token names, values without CR, LF or NUL. */
+const TargetHeaders = Type.Unsafe<Record<string, string>>({
+  type: 'object',
+  propertyNames: { pattern: HEADER_NAME_PATTERN },
+  additionalProperties: Type.String({ maxLength: 8192, pattern: HEADER_VALUE_PATTERN }),
+  maxProperties: 100,
+  default: {},
+  description: 'Sent to the target, except hop-by-hop headers, Host, Content-Length and Expect',
+});
+
 export const ProxiedRequestBody = Type.Object(
   {
-    url: Type.String({ minLength: 1, maxLength: 8192, description: 'Target URL (http or https)' }),
-    method: Type.Enum([...METHODS], { default: 'GET' }),
-    headers: Type.Record(Type.String(), Type.String({ maxLength: 8192 }), {
-      maxProperties: 100,
-      default: {},
+    url: Type.String({
+      minLength: 1,
+      maxLength: 8192,
+      ...checkedByHandler(TARGET_URL_PATTERN),
+      examples: ['https://example.com/'],
+      description:
+        'Target URL: http or https, no user-info (send credentials in `headers`), host a name (ASCII ' +
+        'letters, digits, `_` and `-`, the last label starting with a letter; an IDN as punycode), a dotted ' +
+        'IPv4 address or a bracketed IPv6 address, optional port 0-65535, then any path, query and fragment ' +
+        '(percent-encoded on the way out where needed). Every such URL parses; the server also takes other ' +
+        'spellings the WHATWG URL parser reads the same way. One that does not parse is 422 INVALID_URL. ' +
+        'Another scheme, credentials, or a host the SSRF rules refuse (a loopback, private, link-local or ' +
+        'reserved address, an internal or single-label name, a name that does not resolve) is 400 ' +
+        'INVALID_URL with `details.reason`.',
     }),
+    method: Type.Enum([...METHODS], { default: 'GET' }),
+    headers: TargetHeaders,
     body: Type.Optional(
-      Nullable(Type.String({ description: 'Request body for the target; null or absent for none' })),
+      Nullable(
+        Type.String({
+          description:
+            'Request body for the target; null or absent for none. With `body_encoding: base64`, base64',
+        }),
+      ),
     ),
     body_encoding: Type.Optional(
       Type.Enum(['utf8', 'base64'], { description: 'How `body` is encoded; default utf8' }),
@@ -27,7 +62,13 @@ export const ProxiedRequestBody = Type.Object(
       Type.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2 (geo-targeted)' }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // A base64 body must be standard base64 with its padding (422 VALIDATION_ERROR otherwise).
+    if: { properties: { body_encoding: { const: 'base64' } }, required: ['body_encoding'] },
+    // biome-ignore lint/suspicious/noThenProperty: `then` is the JSON Schema keyword, not a thenable
+    then: { properties: { body: { pattern: BASE64_PATTERN } } },
+  },
 );
 export type ProxiedRequestBodyT = Static<typeof ProxiedRequestBody>;
 
