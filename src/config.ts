@@ -75,6 +75,8 @@ export interface Config {
   };
   /** Attempts in flight through one proxy at most; 0: no cap. */
   readonly proxyMaxInFlight: number;
+  /** When set, the only proxy hosts Rota connects to (CIDRs and names); empty: any. */
+  readonly upstreamAllow: readonly string[];
 }
 
 /** Thrown with every problem found, one line each, so that an operator fixes them all in one go. */
@@ -194,10 +196,14 @@ function parseUrlVar(r: Reader, name: string, def: string): string {
   return v;
 }
 
-function parseSsrfAllow(r: Reader): string[] {
-  const list = r.list('ROTA_SSRF_ALLOW');
-  for (const p of validateAllowList(list)) r.problems.push(`ROTA_SSRF_ALLOW: ${p}`);
+function parseAllowList(r: Reader, name: string): string[] {
+  const list = r.list(name);
+  for (const p of validateAllowList(list)) r.problems.push(`${name}: ${p}`);
   return list;
+}
+
+function parseSsrfAllow(r: Reader): string[] {
+  return parseAllowList(r, 'ROTA_SSRF_ALLOW');
 }
 
 function parseStatusCodes(r: Reader, name: string, def: number[]): number[] {
@@ -308,6 +314,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxCooldownS: r.int('ROTA_BAN_MAX_COOLDOWN_S', 3600, 1, 604_800),
     },
     proxyMaxInFlight: r.int('ROTA_PROXY_MAX_IN_FLIGHT', 0, 0, 100_000),
+    upstreamAllow: parseAllowList(r, 'ROTA_UPSTREAM_ALLOW'),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     r.problems.push(

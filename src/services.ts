@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import type { Logger } from 'pino';
 import { AuditLog } from './audit/audit.ts';
 import { CooldownTable } from './bans/cooldowns.ts';
@@ -23,6 +24,7 @@ import { Pool, type ProxyEntry } from './pool/pool.ts';
 import type { ProxyStatus } from './pool/types.ts';
 import { createSharedState, type SharedState } from './shared-state/shared.ts';
 import { createSourceManager, type SourceManager } from './sources/manager.ts'; // proxy sources
+import { AllowList } from './ssrf/allow.ts';
 import { SsrfGuard } from './ssrf/guard.ts';
 import { openStore } from './store/open.ts';
 import type { ProxyStore } from './store/types.ts';
@@ -131,6 +133,15 @@ function buildMetrics(
   };
 }
 
+/** ROTA_UPSTREAM_ALLOW as a predicate: an IP literal by its ranges, a name by the names listed. */
+function allowedHosts(list: readonly string[]): (host: string) => boolean {
+  const allow = new AllowList(list);
+  return (host) => {
+    const bare = host.replace(/^\[|\]$/g, '');
+    return ipaddr.isValid(bare) ? allow.hasAddress(ipaddr.process(bare)) : allow.hasHost(bare);
+  };
+}
+
 /** The composition root: builds every service from the config. The only place that wires I/O. */
 export async function createServices(
   config: Config,
@@ -152,6 +163,7 @@ export async function createServices(
   const ssrf = new SsrfGuard({ allow: config.ssrfAllow });
   const dispatchers = new DispatcherCache({
     checkAddress: (ip) => ssrf.checkAddress(ip),
+    ...(config.upstreamAllow.length > 0 ? { proxyAllowed: allowedHosts(config.upstreamAllow) } : {}),
     connectTimeoutMs: config.connectTimeoutS * 1000,
     ...(o.upstreamTls ? { tls: o.upstreamTls } : {}),
     ...(o.upstreamCloseGraceMs === undefined ? {} : { closeGraceMs: o.upstreamCloseGraceMs }),

@@ -138,6 +138,9 @@ describe('the API against its own OpenAPI document (schemathesis)', () => {
       // example name are exempt (Rota itself only ever connects to proxies). Names the fuzzer makes up
       // still do not resolve: a documented 400, told apart by the hook.
       ROTA_SSRF_ALLOW: '0.0.0.0/0,::/0,example.com',
+      // Fuzzed proxies may name any address: Rota must never connect to one. The only proxy host it may
+      // reach is a loopback address nothing listens on, so no packet leaves the machine.
+      ROTA_UPSTREAM_ALLOW: '127.255.255.254/32',
       ROTA_RATE_LIMIT: GENEROUS,
       ROTA_API_KEY_RATE_LIMIT: GENEROUS,
       ROTA_RATE_LIMIT_REQUEST: GENEROUS,

@@ -22,6 +22,16 @@ export interface DialerOptions {
    * name earlier, but DNS may answer differently now (rebinding). Returns a reason to refuse, or null.
    */
   readonly checkAddress?: ((ip: string) => string | null) | undefined;
+  /** ROTA_UPSTREAM_ALLOW: whether Rota may connect to a proxy at this host; absent: any. */
+  readonly proxyAllowed?: ((host: string) => boolean) | undefined;
+}
+
+/** Refuses, before any packet, a proxy whose host ROTA_UPSTREAM_ALLOW does not list. */
+export function assertProxyAllowed(host: string, opts: DialerOptions): void {
+  if (opts.proxyAllowed === undefined || opts.proxyAllowed(host)) return;
+  throw new UpstreamError('connect', 'the proxy host is not in ROTA_UPSTREAM_ALLOW', {
+    mayHaveReachedTarget: false,
+  });
 }
 
 /** Where undici wants a connection to (the target, as seen before any proxying). */

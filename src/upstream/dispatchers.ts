@@ -19,6 +19,8 @@ export interface DispatcherCacheOptions {
   readonly closeGraceMs?: number;
   /** SSRF rule for addresses a dialer resolves itself (see DialerOptions). */
   readonly checkAddress?: (ip: string) => string | null;
+  /** ROTA_UPSTREAM_ALLOW (see DialerOptions). */
+  readonly proxyAllowed?: (host: string) => boolean;
 }
 
 interface Entry {
@@ -63,6 +65,7 @@ export class DispatcherCache {
       tls: opts.tls ?? {},
       connections: opts.connections,
       checkAddress: opts.checkAddress,
+      proxyAllowed: opts.proxyAllowed,
     };
     this.#closeGraceMs = opts.closeGraceMs ?? 5_000;
   }

@@ -30,6 +30,7 @@ import {
   proxyCouldNotReachTarget,
 } from './classify.ts';
 import {
+  assertProxyAllowed,
   authority,
   connectTcp,
   connectTls,
@@ -116,6 +117,7 @@ export async function requestTunnel(
 
 /** TCP (or TCP + TLS for https://) to the proxy itself. */
 export async function dialProxy(record: ProxyRecord, opts: DialerOptions, signal: AbortSignal) {
+  assertProxyAllowed(record.host, opts);
   try {
     if (record.protocol === 'https') return await connectTls(record.host, record.port, opts.tls, signal);
     return await connectTcp(record.host, record.port, signal);

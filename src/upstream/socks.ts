@@ -19,7 +19,14 @@ import { SocksClient, type SocksProxy } from 'socks';
 import type { Dispatcher } from 'undici';
 import type { ProxyRecord } from '../pool/types.ts';
 import { classifySocksError, safeCause } from './classify.ts';
-import { type DialerOptions, makeAgent, type TargetAddress, targetTls, toConnector } from './dial.ts';
+import {
+  assertProxyAllowed,
+  type DialerOptions,
+  makeAgent,
+  type TargetAddress,
+  targetTls,
+  toConnector,
+} from './dial.ts';
 import { UpstreamError } from './types.ts';
 
 export type SocksProtocol = 'socks4' | 'socks4a' | 'socks5' | 'socks5h';
@@ -86,7 +93,9 @@ export async function openSocks(
   target: Pick<TargetAddress, 'hostname' | 'port'>,
   timeoutMs: number,
   checkAddress?: (ip: string) => string | null,
+  proxyAllowed?: (host: string) => boolean,
 ) {
+  assertProxyAllowed(record.host, { connectTimeoutMs: timeoutMs, tls: {}, proxyAllowed });
   const host = await destinationHost(target.hostname, protocol, checkAddress);
   try {
     const { socket } = await SocksClient.createConnection({
@@ -105,7 +114,14 @@ export async function openSocks(
 export function createSocksDispatcher(record: ProxyRecord, opts: DialerOptions): Dispatcher {
   const protocol = record.protocol as SocksProtocol;
   const connect = toConnector(async (target) => {
-    const socket = await openSocks(record, protocol, target, opts.connectTimeoutMs, opts.checkAddress);
+    const socket = await openSocks(
+      record,
+      protocol,
+      target,
+      opts.connectTimeoutMs,
+      opts.checkAddress,
+      opts.proxyAllowed,
+    );
     if (target.protocol === 'http:') return socket;
     return targetTls(socket, target, opts.tls, opts.connectTimeoutMs);
   });

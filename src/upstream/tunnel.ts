@@ -70,6 +70,7 @@ function viaSocks(
     target,
     opts.connectTimeoutMs,
     opts.checkAddress,
+    opts.proxyAllowed,
   );
   return new Promise((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
