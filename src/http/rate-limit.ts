@@ -37,7 +37,10 @@ export function counterStore(counter: RateCounter): FastifyRateLimitStoreCtor {
       timeWindow: number,
     ): void {
       const c = counter.incr(`${this.#ns}|${key}`, timeWindow);
-      if (!(c instanceof Promise)) return cb(null, { current: c.count, ttl: c.ttlMs });
+      if (!(c instanceof Promise)) {
+        cb(null, { current: c.count, ttl: c.ttlMs });
+        return;
+      }
       c.then(
         (r) => cb(null, { current: r.count, ttl: r.ttlMs }),
         (err: Error) => cb(err),
