@@ -51,9 +51,11 @@ after(async () => {
 
 test('two workers serve one port; /metrics counts both; a dead worker is replaced; SIGTERM stops all', async () => {
   await until(() => workers().length === 2, 10_000);
-  // Both workers ready (each answers /ready only once its pool is loaded).
-  for (let i = 0; i < 40; i++) assert.equal((await fetch(`${server.url}/api/v1/ready`)).status, 200);
-  const text = await (await fetch(`${server.url}/metrics`)).text();
+  // Both workers ready (each answers /ready only once its pool is loaded); a fresh connection each
+  // time, so that the primary spreads them over both workers.
+  const fresh = { headers: { connection: 'close' } };
+  for (let i = 0; i < 40; i++) assert.equal((await fetch(`${server.url}/api/v1/ready`, fresh)).status, 200);
+  const text = await (await fetch(`${server.url}/metrics`, fresh)).text();
   const ready = [
     ...text.matchAll(/rota_requests_total\{endpoint="\/api\/v1\/ready",method="GET",status="200"\} (\d+)/g),
   ];

@@ -3,7 +3,7 @@ import { AggregatorRegistry, type Registry } from 'prom-client';
 
 /**
  * A worker's side of `/metrics` with ROTA_WORKERS > 1: the instance's metrics are every worker's, so the
- * worker asks the primary, which gathers them all (primary.ts). Bounded: past 2 s the worker answers
+ * worker asks the primary, which gathers them all (primary.ts). Bounded: past 8 s the worker answers
  * with its own registry rather than hang a scrape.
  */
 export const METRICS_REQUEST = 'rota:metrics';
@@ -14,7 +14,9 @@ export type MetricsMessage = { type: string; id: number; text?: string } | undef
 let seq = 0;
 
 export function clusterRenderer(registry: Registry): () => Promise<string> {
-  // prom-client answers the primary's collection from the registries named here.
+  // prom-client answers the primary's collection from the registries named here; its worker-side
+  // listener is installed by constructing an AggregatorRegistry (setRegistries alone installs none).
+  new AggregatorRegistry();
   AggregatorRegistry.setRegistries([registry]);
   return () =>
     new Promise((resolve) => {
@@ -27,7 +29,7 @@ export function clusterRenderer(registry: Registry): () => Promise<string> {
       const onMessage = (m: MetricsMessage) => {
         if (m?.type === METRICS_REPLY && m.id === id) done(m.text || '');
       };
-      const timer = setTimeout(() => void registry.metrics().then(done), 2_000);
+      const timer = setTimeout(() => void registry.metrics().then(done), 8_000);
       process.on('message', onMessage);
       process.send?.({ type: METRICS_REQUEST, id });
     });
