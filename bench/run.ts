@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: every workload of issue 6 against Rota and the references, one at a time, then one
  * table on stdout and in BENCHMARKS.md. `--quick` shortens every run (and the pool-scale pool) for
- * development and writes bench/.work/BENCHMARKS.quick.md instead; `--only=compare,failover,scale,health,floor`
- * runs a subset; `--profile` starts every Rota with --cpu-prof (profiles in bench/.work/profiles). A
- * reference that cannot run is marked in the table; the run goes on.
+ * development and writes bench/.work/BENCHMARKS.quick.md instead;
+ * `--only=compare,failover,scale,health,floor,forward` runs a subset; `--profile` starts every Rota with
+ * --cpu-prof (profiles in bench/.work/profiles). A reference that cannot run is marked in the table; the
+ * run goes on. Workload 8 (`forward`) writes a section of its own after the targets.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,10 +22,11 @@ import { WRK } from './lib/wrk.ts';
 import { runCompare } from './workloads/compare.ts';
 import { runFailover } from './workloads/failover.ts';
 import { runFloor } from './workloads/floor.ts';
+import { runForward } from './workloads/forward.ts';
 import { runHealth } from './workloads/health.ts';
 import { runScale } from './workloads/scale.ts';
 
-const WORKLOADS = ['compare', 'failover', 'scale', 'health', 'floor'] as const;
+const WORKLOADS = ['compare', 'failover', 'scale', 'health', 'floor', 'forward'] as const;
 type WorkloadName = (typeof WORKLOADS)[number];
 
 function log(message: string): void {
@@ -100,6 +102,7 @@ async function runWorkloads(
     scale: () => runScale(ctx),
     health: () => runHealth(ctx),
     floor: () => runFloor(ctx),
+    forward: () => runForward(ctx),
   };
   const outputs: WorkloadOutput[] = [];
   const background: string[] = [];
@@ -162,6 +165,7 @@ async function main(): Promise<void> {
       `CPU used by other programs just before each workload (the harness waits up to 10 min for < 15%): ${background.join(', ')}.`,
       ...outputs.flatMap((o) => o.notes),
     ],
+    sections: outputs.flatMap((o) => o.sections ?? []),
     loadAfter: loadAverage(),
     elapsedS: (performance.now() - started) / 1000,
   };

@@ -17,9 +17,31 @@ const SMALL = Buffer.from(JSON.stringify({ ok: true, service: 'rota-bench-target
 export const SMALL_BYTES = SMALL.length;
 const BIG = Buffer.alloc(BIG_BYTES, 'abcdefghijklmnopqrstuvwxyz0123456789');
 
+const CHUNK = Buffer.alloc(64 * 1024, 'abcdefghijklmnopqrstuvwxyz0123456789');
+
+/** `/stream?bytes=N`: N bytes of ASCII text (with a content-length), written as the socket drains. */
+function streamBody(res: http.ServerResponse, bytes: number): void {
+  const total = Number.isSafeInteger(bytes) && bytes >= 0 ? bytes : 0;
+  res.writeHead(200, { 'content-type': 'text/plain', 'content-length': total });
+  let left = total;
+  const pump = () => {
+    while (left > 0) {
+      const n = Math.min(left, CHUNK.length);
+      left -= n;
+      if (!res.write(n === CHUNK.length ? CHUNK : CHUNK.subarray(0, n))) return void res.once('drain', pump);
+    }
+    res.end();
+  };
+  res.once('close', () => {
+    left = 0;
+  });
+  pump();
+}
+
 /** The HTTP server every request ends at, in the harness process, on loopback. */
 export async function startTarget(): Promise<Target> {
   const server = http.createServer((req, res) => {
+    if (req.url?.startsWith('/stream?bytes=')) return streamBody(res, Number(req.url.slice(14)));
     const body = req.url === '/big' ? BIG : SMALL;
     const type = req.url === '/big' ? 'text/plain' : 'application/json';
     res.writeHead(200, { 'content-type': type, 'content-length': body.length });

@@ -15,6 +15,8 @@ export interface RunReport {
   readonly rows: readonly Row[];
   readonly targets: readonly TargetCheck[];
   readonly notes: readonly string[];
+  /** Whole sections written by workloads with their own tables (workload 8). */
+  readonly sections: readonly string[];
   readonly loadAfter: string;
   readonly elapsedS: number;
 }
@@ -38,6 +40,7 @@ export function renderSummary(r: RunReport): string {
     '',
     targetsTable(r.targets),
     '',
+    ...r.sections.flatMap((s) => [s, '']),
     ...(r.notes.length > 0 ? ['## Run notes', '', ...r.notes.map((n) => `- ${n}`), ''] : []),
   ].join('\n');
 }
@@ -90,6 +93,9 @@ function setUp(r: RunReport): string[] {
     '  Rota, same load as workload 1, between two direct runs; its figures are in the run notes, with the',
     '  CPU each process used per call (gateway, squid, and the target, which is the harness process; wrk',
     '  and the kernel are the rest) and the share of the machine left idle during each measured run.',
+    "  8. Rota's forward-proxy listener (`ROTA_PROXY_PORT`) next to squid, proxy-chain and a minimal",
+    '  forward relay: absolute-URI GETs, CONNECT tunnels, bulk through one tunnel, 5,000 idle tunnels; its',
+    '  set-up and tables are in its own section below the targets.',
     '- Peak RSS is the kernel high-water mark (VmHWM, reset before each measured run) of the gateway process;',
     '  each of workloads 1-3 starts both gateways afresh, so no figure carries what an earlier one left.',
     '',

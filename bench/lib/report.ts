@@ -24,6 +24,8 @@ export interface WorkloadOutput {
   readonly rows: Row[];
   readonly targets: TargetCheck[];
   readonly notes: string[];
+  /** Markdown sections of their own (after the targets), for workloads with other subjects than the table's. */
+  readonly sections?: string[];
 }
 
 export function emptyOutput(): WorkloadOutput {

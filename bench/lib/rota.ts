@@ -23,6 +23,8 @@ export interface RotaOptions {
   readonly readyTimeoutMs?: number;
   /** Extra Node flags, e.g. --cpu-prof when profiling a workload by hand. */
   readonly nodeFlags?: readonly string[];
+  /** Raise the open-file limit to this (`ulimit -n` before exec; the pid stays Rota's). */
+  readonly nofile?: number;
 }
 
 /**
@@ -47,10 +49,11 @@ export async function startRota(o: RotaOptions): Promise<Rota> {
     ...o.env,
   };
   const t0 = performance.now();
+  const args = ['scripts/with-node.sh', 'node', ...(o.nodeFlags ?? []), 'src/main.ts'];
   const proc = startProcess(
     `rota-${o.name}`,
     'bash',
-    ['scripts/with-node.sh', 'node', ...(o.nodeFlags ?? []), 'src/main.ts'],
+    o.nofile === undefined ? args : ['-c', `${raiseNofile(o.nofile)}; exec bash "$@"`, 'bash', ...args],
     { cwd: ROOT, env, logPath: join(o.workDir, 'logs', `rota-${o.name}.log`) },
   );
   const base = `http://127.0.0.1:${port}`;
@@ -71,6 +74,11 @@ export async function startRota(o: RotaOptions): Promise<Rota> {
   }
   const readyMs = performance.now() - t0;
   return { base, proc, readyMs, stop: () => proc.stop() };
+}
+
+/** Shell: raise the soft open-file limit to `n`, or to the hard limit when `n` is above it. */
+export function raiseNofile(n: number): string {
+  return `ulimit -n ${n} 2>/dev/null || ulimit -n hard`;
 }
 
 export interface ApiAnswer {
