@@ -12,7 +12,7 @@
  * idle for ROTA_TUNNEL_IDLE_TIMEOUT_S. A client that leaves aborts the upstream request at once.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { pipeline } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { refusal } from './answers.ts';
 import { admit, endToEnd, type HttpDoorDeps, writeRefusal } from './http-door.ts';
 
@@ -88,9 +88,40 @@ export async function handleAbsolute(
     ...endToEnd(answer.headers, RESPONSE_HOP),
     'x-rota-proxy-id': out.proxyId,
   });
-  let down = 0;
-  answer.body.on('data', (chunk: Buffer) => {
-    down += chunk.length;
+  pump(answer.body, res, (down) => d.metrics.bytes('http', up, down));
+}
+
+/**
+ * The answer's body to the client, with backpressure both ways, counting bytes. Not stream.pipeline:
+ * measured under load it cost about a sixth of the listener's CPU (its AbortController and the
+ * end-of-stream listeners it sets up per call); one data listener and two once-listeners do the same
+ * job here. Either side failing or leaving destroys the other (the upstream request is aborted).
+ */
+function pump(body: Readable, res: ServerResponse, report: (bytes: number) => void): void {
+  let bytes = 0;
+  let reported = false;
+  const done = (n: number) => {
+    if (reported) return;
+    reported = true;
+    report(n);
+  };
+  const onDrain = () => body.resume();
+  body.on('data', (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (!res.write(chunk)) body.pause();
   });
-  pipeline(answer.body, res, () => d.metrics.bytes('http', up, down));
+  res.on('drain', onDrain);
+  body.once('end', () => {
+    res.off('drain', onDrain);
+    res.end();
+    done(bytes);
+  });
+  body.once('error', () => {
+    res.destroy();
+    done(bytes);
+  });
+  res.once('close', () => {
+    if (!body.readableEnded) body.destroy();
+    done(bytes);
+  });
 }
