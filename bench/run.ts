@@ -2,9 +2,10 @@
  * `npm run bench`: every workload of issue 6 against Rota and the references, one at a time, then one
  * table on stdout and in BENCHMARKS.md. `--quick` shortens every run (and the pool-scale pool) for
  * development and writes bench/.work/BENCHMARKS.quick.md instead;
- * `--only=compare,failover,scale,health,floor,forward` runs a subset; `--profile` starts every Rota with
- * --cpu-prof (profiles in bench/.work/profiles). A reference that cannot run is marked in the table; the
- * run goes on. Workload 8 (`forward`) writes a section of its own after the targets.
+ * `--only=compare,failover,scale,health,floor,forward,bans,shared,lean` runs a subset; `--profile` starts
+ * every Rota with --cpu-prof (profiles in bench/.work/profiles). A reference that cannot run is marked in
+ * the table; the run goes on. Workloads 8-11 (`forward`, `bans`, `shared`, `lean`) write sections of their
+ * own after the targets.
  */
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,14 +20,27 @@ import { emptyOutput, type WorkloadOutput } from './lib/report.ts';
 import { ROOT } from './lib/rota.ts';
 import { ensureSquid, type Squid, startSquid } from './lib/squid.ts';
 import { WRK } from './lib/wrk.ts';
+import { runBans } from './workloads/bans.ts';
 import { runCompare } from './workloads/compare.ts';
 import { runFailover } from './workloads/failover.ts';
 import { runFloor } from './workloads/floor.ts';
 import { runForward } from './workloads/forward.ts';
 import { runHealth } from './workloads/health.ts';
+import { runLean } from './workloads/lean.ts';
 import { runScale } from './workloads/scale.ts';
+import { runShared } from './workloads/shared.ts';
 
-const WORKLOADS = ['compare', 'failover', 'scale', 'health', 'floor', 'forward'] as const;
+const WORKLOADS = [
+  'compare',
+  'failover',
+  'scale',
+  'health',
+  'floor',
+  'forward',
+  'bans',
+  'shared',
+  'lean',
+] as const;
 type WorkloadName = (typeof WORKLOADS)[number];
 
 function log(message: string): void {
@@ -103,6 +117,10 @@ async function runWorkloads(
     health: () => runHealth(ctx),
     floor: () => runFloor(ctx),
     forward: () => runForward(ctx),
+    bans: () => runBans(ctx),
+    shared: () => runShared(ctx),
+    // Workload 11 quotes workloads 1-3's peak RSS when they ran before it.
+    lean: () => runLean(ctx, outputs),
   };
   const outputs: WorkloadOutput[] = [];
   const background: string[] = [];

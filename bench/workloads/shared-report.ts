@@ -1,0 +1,166 @@
+import type { Ctx } from '../lib/context.ts';
+import { type Cell, check, fmt, isNum, type TargetCheck, type WorkloadOutput } from '../lib/report.ts';
+import { mdTable, section, show } from '../lib/section.ts';
+import { failures, type WrkResult } from '../lib/wrk.ts';
+import { SHAPES } from './shared-cluster.ts';
+import type { Propagation } from './shared-propagation.ts';
+
+export type Outcome<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly reason: string };
+
+export interface ShapeFigures {
+  readonly w: WrkResult;
+  /** Peak RSS of each Rota process (instances and workers), MB. */
+  readonly peaksMb: readonly number[];
+}
+
+const W = 'Workload 10: several Rota instances as one (shared state)';
+
+const goodput = (w: WrkResult) => (w.requests - w.errors.status) / w.durationS;
+
+/** Nearest-rank percentile; Infinity stays (a change not seen within the bound). */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
+
+function shapeRows(results: ReadonlyMap<string, Outcome<ShapeFigures>>): string[][] {
+  return SHAPES.map((s) => {
+    const o = results.get(s.key) ?? { ok: false, reason: 'not run' };
+    if (!o.ok) return [s.title, String(s.instances * s.workers), ...Array(7).fill(`failed: ${o.reason}`)];
+    const { w, peaksMb } = o.value;
+    const rps = goodput(w);
+    return [
+      s.title,
+      String(peaksMb.length),
+      fmt(rps, 0),
+      fmt(rps / s.instances, 0),
+      fmt(w.p50Ms, 2),
+      fmt(w.p99Ms, 2),
+      fmt(failures(w), 0),
+      fmt(Math.max(...peaksMb), 1),
+      fmt(
+        peaksMb.reduce((a, b) => a + b, 0),
+        1,
+      ),
+    ];
+  });
+}
+
+function propagationTable(p: Outcome<Propagation>): string {
+  const head = ['Change (made on instance 1, polled on 2 and 3)', 'observations', 'p50, ms', 'p99, ms'];
+  head.push('max, ms', 'not seen within 5 s');
+  if (!p.ok) return mdTable(head, [['all', `failed: ${p.reason}`, '', '', '', '']]);
+  const row = (name: string, xs: readonly number[]) => [
+    name,
+    String(xs.length),
+    fmt(percentile(xs, 50), 1),
+    Number.isFinite(percentile(xs, 99)) ? fmt(percentile(xs, 99), 1) : '≥ 5,000',
+    Number.isFinite(Math.max(...xs)) ? fmt(Math.max(...xs), 1) : '≥ 5,000',
+    String(xs.filter((x) => !Number.isFinite(x)).length),
+  ];
+  const v = p.value;
+  return mdTable(head, [
+    row('PUT config rotation_strategy → GET config', v.config),
+    row('POST proxies → GET proxies/{id} 200', v.proxy),
+    row('both kinds', [...v.config, ...v.proxy]),
+    [
+      'the write itself on instance 1 (included above)',
+      String(v.writeMs.length),
+      fmt(percentile(v.writeMs, 50), 1),
+      fmt(percentile(v.writeMs, 99), 1),
+      fmt(Math.max(...v.writeMs), 1),
+      '',
+    ],
+  ]);
+}
+
+function rpsOf(results: ReadonlyMap<string, Outcome<ShapeFigures>>, key: string): Cell {
+  const o = results.get(key);
+  if (!o) return { failed: 'not run' };
+  return o.ok ? goodput(o.value.w) : { failed: o.reason };
+}
+
+function targets(
+  results: ReadonlyMap<string, Outcome<ShapeFigures>>,
+  p: Outcome<Propagation>,
+): TargetCheck[] {
+  const mem = ['memory-before', 'memory-after'].map((k) => rpsOf(results, k)).filter(isNum);
+  const memory: Cell =
+    mem.length > 0 ? mem.reduce((a, b) => a + b, 0) / mem.length : { failed: 'no memory run' };
+  const shared = rpsOf(results, 'shared-1x1');
+  const loss: Cell = isNum(shared) && isNum(memory) ? 1 - shared / memory : isNum(shared) ? memory : shared;
+  const all: Cell = p.ok ? percentile([...p.value.config, ...p.value.proxy], 99) : { failed: p.reason };
+  return [
+    check(
+      '10. Shared state (SQLite + Redis) costs ≤ 15% req/s against memory state, one instance, same load',
+      loss,
+      (v) => v <= 0.15,
+      (v) =>
+        `${show(shared, 0)} vs ${show(memory, 0)} req/s (memory: mean of before/after): ${(-v * 100).toFixed(1)}%`,
+    ),
+    check(
+      '10. A change on one instance seen on the others, p99 < 1 s under load',
+      all,
+      (v) => v < 1000,
+      (v) => (Number.isFinite(v) ? `${v.toFixed(1)} ms` : 'not seen within 5 s'),
+    ),
+  ];
+}
+
+function intro(ctx: Ctx): string[] {
+  return [
+    'Command: `npm run bench -- --only=shared` (part of `npm run bench`). wrk (1 thread, 50 connections,',
+    `bench/wrk/bench.lua) sends \`POST /api/v1/request\` (a GET of the 48-byte /json through the pool) to`,
+    "nginx (bench/lib/cluster-kit.ts: deploy/nginx.conf's shape, one worker process, round-robin, keepalive",
+    `64), which spreads the calls over the Rota instances; ${ctx.loadS} s measured after a ${ctx.warmS} s warm-up,`,
+    'every shape started afresh (a new redis-server with no persistence, a new copy of one SQLite file',
+    'holding the 10 squid ports as the pool, new Rota processes started like in the other workloads with',
+    '`ROTA_STORAGE_PATH` and `ROTA_REDIS_URL` and, for workers, `ROTA_WORKERS=2`; listeners off). The',
+    'yardstick is one instance with memory state at the same load, behind the same nginx, before and after',
+    'the shared shapes; a SQLite-only instance splits the cost between the store and Redis. Peak RSS is',
+    "each Rota process's high-water mark (a ROTA_WORKERS primary and its workers are separate processes).",
+    'On this 2-core machine wrk, nginx, squid, Redis, the target and every Rota share the same cores, so',
+    'more instances cannot add throughput here; the rows show what the machine allows, not a scaling curve.',
+    '',
+    'Propagation: a fresh 3-instance shape under the same load (wrk for 30 s); 50 times, a `PUT config`',
+    'switching `rotation_strategy` on instance 1 then `GET config` polled on instances 2 and 3 (every ~1 ms)',
+    'until it shows; and 50 times a `POST proxies` on instance 1 then `GET proxies/{id}` polled until 200.',
+    'Times run from just before the write was sent, so they include the write itself.',
+  ];
+}
+
+export function sharedOutput(
+  ctx: Ctx,
+  results: ReadonlyMap<string, Outcome<ShapeFigures>>,
+  p: Outcome<Propagation>,
+  notes: string[],
+): WorkloadOutput {
+  const t = targets(results, p);
+  const head = ['Shape', 'Rota processes', 'req/s', 'req/s per instance', 'p50, ms', 'p99, ms'];
+  head.push('failed calls', 'peak RSS, largest process, MB', 'peak RSS, all processes, MB');
+  const blocks = [
+    {
+      title: '10.1 Throughput through nginx, small JSON, 50 connections',
+      table: mdTable(head, shapeRows(results)),
+    },
+    { title: '10.2 Propagation between instances under load', table: propagationTable(p) },
+  ];
+  const more: string[] = [];
+  for (const s of SHAPES) {
+    const o = results.get(s.key);
+    if (s.workers === 1 || !o?.ok) continue;
+    const each = o.value.peaksMb.map((m) => fmt(m, 1)).join(', ');
+    more.push(`10. ${s.title}: peak RSS of each process, each primary before its workers: ${each} MB.`);
+  }
+  if (p.ok) {
+    const l = p.value.load;
+    more.push(
+      `10. Propagation: ${p.value.changesMade} changes of each kind made during the load; the load meanwhile: ` +
+        `${fmt(goodput(l), 0)} req/s, p99 ${fmt(l.p99Ms, 1)} ms, ${failures(l)} failed calls.`,
+    );
+  }
+  return { rows: [], targets: t, notes: [...notes, ...more], sections: [section(W, intro(ctx), blocks, t)] };
+}
