@@ -2,15 +2,10 @@ import { Buffer } from 'node:buffer';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import { identityKey, PROTOCOLS, type Protocol, type ProxyRecord } from '../pool/types.ts';
-import {
-  CredentialCipher,
-  CredentialDecryptError,
-  describeKeySource,
-  resolveKey,
-  StorageKeyError,
-} from './crypto.ts';
+import type { ProxyRecord } from '../pool/types.ts';
+import { CredentialCipher, describeKeySource, resolveKey, StorageKeyError } from './crypto.ts';
 import { migrate } from './migrations.ts';
+import { recordFromRow, sealedValues } from './rows.ts';
 import { DuplicateProxyError, type ProxyStore } from './types.ts';
 
 type Db = Database.Database;
@@ -108,7 +103,7 @@ export class SqliteStore implements ProxyStore {
       const { stmts, cipher } = this.opened();
       const records: ProxyRecord[] = [];
       for (const row of stmts.batch.iterate(after, BATCH)) {
-        records.push(toRecord(row, cipher, true));
+        records.push(recordFromRow(row, cipher, true));
         after = row.seq;
       }
       yield* records;
@@ -119,7 +114,7 @@ export class SqliteStore implements ProxyStore {
   async get(id: string): Promise<ProxyRecord | null> {
     const { stmts, cipher } = this.opened();
     const row = stmts.get.get(id);
-    return row ? toRecord(row, cipher) : null;
+    return row ? recordFromRow(row, cipher) : null;
   }
 
   async count(): Promise<number> {
@@ -128,7 +123,7 @@ export class SqliteStore implements ProxyStore {
 
   async insert(r: ProxyRecord): Promise<void> {
     const { stmts, cipher } = this.opened();
-    insertRow(stmts, rowValues(cipher, r));
+    insertRow(stmts, sealedValues(r, cipher));
   }
 
   async insertMany(records: readonly ProxyRecord[]): Promise<void> {
@@ -136,7 +131,7 @@ export class SqliteStore implements ProxyStore {
     // let the event loop breathe, so that only the SQL itself holds it.
     const rows: RowValues[] = [];
     for (let i = 0; i < records.length; i++) {
-      rows.push(rowValues(this.opened().cipher, records[i]!));
+      rows.push(sealedValues(records[i]!, this.opened().cipher));
       if (i % SEAL_SLICE === SEAL_SLICE - 1) await new Promise((r) => setImmediate(r));
     }
     const { db, stmts } = this.opened();
@@ -202,26 +197,6 @@ export class SqliteStore implements ProxyStore {
 
 type RowValues = readonly (string | number | Buffer | null)[];
 
-/** The insert statement's values for a record, credentials sealed. */
-function rowValues(cipher: CredentialCipher, r: ProxyRecord): RowValues {
-  const seal = (v: string | null, field: string) =>
-    v === null ? null : cipher.seal(v, context(r.id, field));
-  return [
-    r.id,
-    r.protocol,
-    r.host,
-    r.port,
-    seal(r.username, 'username'),
-    seal(r.password, 'password'),
-    cipher.identity(identityKey(r)),
-    r.weight,
-    r.country,
-    JSON.stringify(r.tags),
-    r.createdAt,
-    r.updatedAt,
-  ];
-}
-
 /** Writes one row; a taken identity or id is DuplicateProxyError. */
 function insertRow(stmts: Statements, values: RowValues): void {
   try {
@@ -233,45 +208,6 @@ function insertRow(stmts: Statements, values: RowValues): void {
     }
     throw e;
   }
-}
-
-function context(id: string, field: string): string {
-  return `proxy ${id} ${field}`;
-}
-
-/**
- * With `lazyPassword` (start-up: 100,000 rows), the password is decrypted on first read, which is when the
- * proxy's dispatcher is first built; half of the start-up decryption work is then never done for proxies
- * that are not used. A damaged value still throws CredentialDecryptError, at that first read. The username
- * is decrypted at once: the pool needs it for the duplicate check.
- */
-function toRecord(row: Row, cipher: CredentialCipher, lazyPassword = false): ProxyRecord {
-  if (!(PROTOCOLS as readonly string[]).includes(row.protocol)) {
-    throw new CredentialDecryptError(`stored proxy ${row.id} has an unknown protocol`);
-  }
-  const sealed = row.password_enc;
-  const openPassword = () => (sealed === null ? null : cipher.open(sealed, context(row.id, 'password')));
-  let password: string | null | undefined = lazyPassword
-    ? sealed === null
-      ? null
-      : undefined
-    : openPassword();
-  return {
-    id: row.id,
-    protocol: row.protocol as Protocol,
-    host: row.host,
-    port: row.port,
-    username: row.username_enc === null ? null : cipher.open(row.username_enc, context(row.id, 'username')),
-    get password() {
-      password ??= openPassword();
-      return password;
-    },
-    weight: row.weight,
-    country: row.country,
-    tags: JSON.parse(row.tags) as string[],
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
 }
 
 function configure(db: Db, logger: Logger): void {
