@@ -6,25 +6,9 @@
 import assert from 'node:assert/strict';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import type { TrapProxy } from './helpers/browser.ts';
+import { DISABLED_FEATURES } from './helpers/browser.ts';
 
 export const CHROMIUM = '/usr/bin/chromium';
-
-/** Playwright's default disabled features plus autofill's server queries (see docs-browser.test.ts). */
-const DISABLED_FEATURES = [
-  'AvoidUnnecessaryBeforeUnloadCheckSync',
-  'DestroyProfileOnBrowserClose',
-  'HttpsUpgrades',
-  'HttpsFirstBalancedModeAutoEnable',
-  'LensOverlay',
-  'MediaRouter',
-  'PaintHolding',
-  'ThirdPartyStoragePartitioning',
-  'OptimizationHints',
-  'NetworkTimeServiceQuerying',
-  'AimEnabled',
-  'PreconnectToSearch',
-  'AutofillServerCommunication',
-].join(',');
 
 /** Logged by the page itself, so that violations show up even when reported only as events. */
 export const CSP_LISTENER = `document.addEventListener('securitypolicyviolation', (e) => {

@@ -2,33 +2,18 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { type RunningRota, spawnRota, startTrapProxy, type TrapProxy } from './helpers/browser.ts';
+import {
+  DISABLED_FEATURES,
+  type RunningRota,
+  spawnRota,
+  startTrapProxy,
+  type TrapProxy,
+} from './helpers/browser.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SKIP = existsSync(CHROMIUM)
   ? false
   : `${CHROMIUM} is missing: scripts/system-deps.sh could not install Debian's chromium on this machine`;
-
-/**
- * Playwright's own list of disabled features (it keeps Chromium quiet on start-up) plus autofill's
- * server queries, which Swagger UI's forms would otherwise trigger. A second --disable-features replaces
- * the first, so the whole list is given here.
- */
-const DISABLED_FEATURES = [
-  'AvoidUnnecessaryBeforeUnloadCheckSync',
-  'DestroyProfileOnBrowserClose',
-  'HttpsUpgrades',
-  'HttpsFirstBalancedModeAutoEnable',
-  'LensOverlay',
-  'MediaRouter',
-  'PaintHolding',
-  'ThirdPartyStoragePartitioning',
-  'OptimizationHints',
-  'NetworkTimeServiceQuerying',
-  'AimEnabled',
-  'PreconnectToSearch',
-  'AutofillServerCommunication',
-].join(',');
 
 // Logged by the page itself, so violations show up even when the browser reports them only as events.
 const CSP_LISTENER = `document.addEventListener('securitypolicyviolation', (e) => {

@@ -62,3 +62,24 @@ export async function startTrapProxy(): Promise<TrapProxy> {
     },
   };
 }
+
+/**
+ * Playwright's own list of disabled features (it keeps Chromium quiet on start-up) plus autofill's
+ * server queries. A second --disable-features replaces the first, so the whole list is given here; every
+ * browser test launches with it.
+ */
+export const DISABLED_FEATURES = [
+  'AvoidUnnecessaryBeforeUnloadCheckSync',
+  'DestroyProfileOnBrowserClose',
+  'HttpsUpgrades',
+  'HttpsFirstBalancedModeAutoEnable',
+  'LensOverlay',
+  'MediaRouter',
+  'PaintHolding',
+  'ThirdPartyStoragePartitioning',
+  'OptimizationHints',
+  'NetworkTimeServiceQuerying',
+  'AimEnabled',
+  'PreconnectToSearch',
+  'AutofillServerCommunication',
+].join(',');

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import https from 'node:https';
 import { type Browser, type BrowserContext, chromium } from 'playwright-core';
 import type { TlsMaterial } from '../fixtures/certs.ts';
-import { startTrapProxy, type TrapProxy } from './browser.ts';
+import { DISABLED_FEATURES, startTrapProxy, type TrapProxy } from './browser.ts';
 
 /**
  * Headless Chromium (Debian's, driven by playwright-core) as a client of a forward proxy, and a small
@@ -11,23 +11,6 @@ import { startTrapProxy, type TrapProxy } from './browser.ts';
  */
 
 const CHROMIUM = '/usr/bin/chromium';
-
-/** Playwright's default disabled features plus HTTPS-upgrade and background-fetch features. */
-const DISABLED_FEATURES = [
-  'AvoidUnnecessaryBeforeUnloadCheckSync',
-  'DestroyProfileOnBrowserClose',
-  'HttpsUpgrades',
-  'HttpsFirstBalancedModeAutoEnable',
-  'LensOverlay',
-  'MediaRouter',
-  'PaintHolding',
-  'ThirdPartyStoragePartitioning',
-  'OptimizationHints',
-  'NetworkTimeServiceQuerying',
-  'AimEnabled',
-  'PreconnectToSearch',
-  'AutofillServerCommunication',
-].join(',');
 
 export interface Site {
   readonly origin: string;
