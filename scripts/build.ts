@@ -1,14 +1,15 @@
 /*
  * The production build: `npm start` runs its output, `npm run dev` and the tests run the sources.
  *
- *   src/**.ts ──esbuild (bundle, node, ESM, packages external)──▶ dist/main.js (+ source map)
+ *   src/**.ts ──esbuild (bundle, node, ESM, packages external, split)──▶ dist/main.js + dist/chunks/ (+ maps)
  *   node_modules/redoc/bundles/redoc.standalone.js ──copy──▶ dist/assets/ (served at /redoc)
  *
  * One bundled file parses and links faster than ~150 modules stripped of types at run time, and carries
  * no type-stripping cost. It is rebuilt only when a source is newer than it, so `npm start` after a
  * change always runs what is in src/, and otherwise starts at once.
  */
-import { copyFile, mkdir, readdir, stat } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { copyFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'dist', 'main.js');
 const ASSETS = join(ROOT, 'dist', 'assets');
+const BUNDLED = new Set(['typebox']);
 
 async function newest(dir: string): Promise<number> {
   let latest = 0;
@@ -36,6 +38,16 @@ async function builtAt(): Promise<number> {
   }
 }
 
+/** Every dependency but the bundled ones (package.json, read at build time). */
+function externals(): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
+  };
+  const names = Object.keys({ ...pkg.dependencies, ...pkg.devDependencies });
+  return names.filter((n) => !BUNDLED.has(n)).flatMap((n) => [n, `${n}/*`]);
+}
+
 async function main(): Promise<void> {
   const sources = Math.max(await newest(join(ROOT, 'src')), (await stat(join(ROOT, 'package.json'))).mtimeMs);
   if ((await builtAt()) > sources && !process.argv.includes('--force')) return;
@@ -49,14 +61,22 @@ async function main(): Promise<void> {
       'dist/main.js is missing and esbuild is not installed: run npm ci (with dev dependencies)',
     );
   }
+  await rm(join(ROOT, 'dist', 'chunks'), { recursive: true, force: true });
   await esbuild.build({
     entryPoints: [join(ROOT, 'src', 'main.ts')],
-    outfile: OUT,
+    outdir: join(ROOT, 'dist'),
+    // Code behind a dynamic import() (the PostgreSQL and SQLite stores, Redis shared state, the
+    // workers' primary) goes to chunks of its own: without splitting, esbuild inlines it and hoists its
+    // package imports (pg, ioredis, better-sqlite3) to the top of main.js, loading them in every process.
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
     bundle: true,
     platform: 'node',
     format: 'esm',
     target: 'node22',
-    packages: 'external',
+    // Packages stay in node_modules, but for TypeBox: bundled, its builders are tree-shaken to the few
+    // Rota calls, instead of ~300 ES modules loaded (3.3 MB of heap measured, and their start-up time).
+    external: externals(),
     sourcemap: true,
     legalComments: 'none',
     logLevel: 'warning',

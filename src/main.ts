@@ -3,6 +3,7 @@ import ipaddr from 'ipaddr.js';
 import pino from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
+import { processHeapTrimmer } from './lib/heap-trim.ts';
 import { createServices } from './services.ts';
 import { clusterRenderer, isWorker } from './workers/metrics-ipc.ts';
 import { runPrimary } from './workers/primary.ts';
@@ -94,6 +95,8 @@ async function main(): Promise<void> {
     );
     process.exit(2);
   }
+  // Start-up's garbage and an idle young generation go back to the system in the first quiet second.
+  processHeapTrimmer().start();
   if (!config.requireAuth && !isLoopback(config.host)) {
     logger.warn(
       { host: config.host },

@@ -4,12 +4,12 @@ import { freePorts, type Proc, sleep, startProcess } from './proc.ts';
 import { GENEROUS, ROOT, type Rota, scrape, sumMetric } from './rota.ts';
 
 /**
- * Rota as `npm start` runs it once built: `node --max-semi-space-size=16 --enable-source-maps
+ * Rota as `npm start` runs it once built: `node --max-semi-space-size=16 --expose-gc
  * dist/main.js` (package.json "start"), spawned directly (no scripts/with-node.sh, no build check, so the
  * time to ready is Rota's own), with the set-up of the other workloads (production mode, auth off,
  * loopback targets allowed, generous limits) and both listeners on free ports, as `npm start` has them.
  */
-export const START_FLAGS = ['--max-semi-space-size=16', '--enable-source-maps'] as const;
+export const START_FLAGS = ['--max-semi-space-size=16', '--expose-gc'] as const;
 
 export interface ProdOptions {
   readonly name: string;

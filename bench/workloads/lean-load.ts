@@ -28,9 +28,9 @@ export type Variant = 'semi16' | 'semi8' | 'semi32' | 'unset' | 'w2' | 'w3';
 export const VARIANTS: Readonly<Record<Variant, { flags: readonly string[]; conns: number; big: boolean }>> =
   {
     semi16: { flags: START_FLAGS, conns: 50, big: false },
-    semi8: { flags: ['--max-semi-space-size=8', '--enable-source-maps'], conns: 50, big: false },
-    semi32: { flags: ['--max-semi-space-size=32', '--enable-source-maps'], conns: 50, big: false },
-    unset: { flags: ['--enable-source-maps'], conns: 50, big: false },
+    semi8: { flags: ['--max-semi-space-size=8', '--expose-gc'], conns: 50, big: false },
+    semi32: { flags: ['--max-semi-space-size=32', '--expose-gc'], conns: 50, big: false },
+    unset: { flags: ['--expose-gc'], conns: 50, big: false },
     w2: { flags: START_FLAGS, conns: 1, big: false },
     w3: { flags: START_FLAGS, conns: 10, big: true },
   };

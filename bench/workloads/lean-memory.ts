@@ -43,6 +43,8 @@ export interface MemoryFigures {
   readonly bare: Outcome<Idle>;
   readonly prod: Outcome<Starts>;
   readonly noFlag: Outcome<Idle>;
+  /** npm start's flags plus --enable-source-maps (what readable stack traces cost). */
+  readonly sourceMaps: Outcome<Idle>;
   readonly source: Outcome<Idle>;
   readonly sqliteEmpty: Outcome<Idle>;
   readonly sqliteFull: Outcome<Starts>;
@@ -134,7 +136,10 @@ export async function measureMemory(ctx: Ctx, notes: string[]): Promise<MemoryFi
   ctx.log('  lean: idle memory (empty node, Rota as npm start runs it, without the flag, from sources)');
   const bareIdle = await attempt(ctx, 'bare node', () => bare(ctx));
   const prod = await attempt(ctx, 'start-up, empty', () => starts(ctx, 'lean-empty', {}, notes));
-  const noFlag = await attempt(ctx, 'no flag', () => once(ctx, 'lean-noflag', ['--enable-source-maps']));
+  const noFlag = await attempt(ctx, 'no flag', () => once(ctx, 'lean-noflag', []));
+  const sourceMaps = await attempt(ctx, 'source maps', () =>
+    once(ctx, 'lean-maps', [...START_FLAGS, '--enable-source-maps']),
+  );
   const source = await attempt(ctx, 'sources', () => once(ctx, 'lean-src', [], { script: 'src/main.ts' }));
   const emptyDb = join(dir, 'empty.db');
   const sqliteEmpty = await attempt(ctx, 'empty SQLite', () =>
@@ -150,5 +155,5 @@ export async function measureMemory(ctx: Ctx, notes: string[]): Promise<MemoryFi
     buildCheckMs: await timed(process.execPath, ['scripts/build.ts']),
     bareNodeMs: await timed(process.execPath, ['-e', '0']),
   }));
-  return { bare: bareIdle, prod, noFlag, source, sqliteEmpty, sqliteFull, wrapper };
+  return { bare: bareIdle, prod, noFlag, sourceMaps, source, sqliteEmpty, sqliteFull, wrapper };
 }

@@ -64,7 +64,8 @@ function idleTable(ctx: Ctx, m: MemoryFigures): string {
     [
       idleRow("empty Node process (`node -e 'setInterval(()=>{},1e9)'`)", m.bare),
       idleRow(`Rota, \`npm start\` command, empty pool (median of ${STARTS})`, idleOfStarts(m.prod)),
-      idleRow('Rota, `node --enable-source-maps dist/main.js` (no semi-space cap)', m.noFlag),
+      idleRow('Rota, `node dist/main.js` (no semi-space cap, no --expose-gc: no heap trimmer)', m.noFlag),
+      idleRow('Rota, `npm start` flags plus --enable-source-maps', m.sourceMaps),
       idleRow('Rota, `node src/main.ts` (type stripping; how workloads 1-10 start it)', m.source),
       idleRow('Rota, `npm start` command, empty SQLite file', m.sqliteEmpty),
       idleRow(
@@ -184,7 +185,7 @@ function intro(ctx: Ctx, b: Outcome<Build>): string[] {
     'Command: `npm run bench -- --only=lean` (part of `npm run bench`). Rota is measured as `npm start` runs',
     'it: `node scripts/build.ts` (this run ' +
       built +
-      '), then `node --max-semi-space-size=16 --enable-source-maps dist/main.js`,',
+      '), then `node --max-semi-space-size=16 --expose-gc dist/main.js`,',
     "spawned directly so that start-up is Rota's own (the wrapper and build check are timed apart),",
     'NODE_ENV=production, memory store unless said, listeners on free ports, the set-up of workloads 1-7.',
     'Memory is read 3 s after /ready: RSS split from /proc/<pid>/smaps_rollup (anonymous vs file-backed',

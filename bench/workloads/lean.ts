@@ -51,6 +51,7 @@ export async function runLean(ctx: Ctx, earlier: readonly WorkloadOutput[] = [])
       bare: failed,
       prod: failed,
       noFlag: failed,
+      sourceMaps: failed,
       source: failed,
       sqliteEmpty: failed,
       sqliteFull: failed,

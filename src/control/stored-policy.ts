@@ -1,5 +1,5 @@
 import type { TObject } from 'typebox';
-import { Value } from 'typebox/value';
+import { matchesSchema } from '../lib/schema-check.ts';
 import type { ProxyStore } from '../store/types.ts';
 
 /**
@@ -31,7 +31,7 @@ export class StoredPolicy<T extends object> {
     const overrides: Record<string, unknown> = {};
     for (const [key, schema] of Object.entries(this.#schema.properties)) {
       const v = (saved as Record<string, unknown>)[key];
-      if (v !== undefined && Value.Check(schema, v)) overrides[key] = v;
+      if (v !== undefined && matchesSchema(schema, v)) overrides[key] = v;
     }
     this.#overrides = Object.freeze(overrides as Partial<T>);
     this.#current = Object.freeze({ ...this.#base, ...this.#overrides });

@@ -1,10 +1,6 @@
 import { Ajv, type Options } from 'ajv';
-import * as formats from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
-
-type FormatsPlugin = (ajv: Ajv) => Ajv;
-const addFormats = ((formats as unknown as { default: { default?: FormatsPlugin } }).default.default ??
-  (formats as unknown as { default: FormatsPlugin }).default) as FormatsPlugin;
+import { addFormats } from '../lib/schema-check.ts';
 
 const BASE: Options = { removeAdditional: false, allErrors: true, useDefaults: true, strict: false };
 

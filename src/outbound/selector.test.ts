@@ -107,8 +107,10 @@ describe('selection under cool-downs and in-flight caps (every strategy)', () =>
         }),
         { numRuns: 120 },
       );
-      // The generator must reach every branch: free picks, none at all, and the cool-down fallback.
-      assert.ok(seen.picked > 300 && seen.none > 10 && seen.fellBack > 10, JSON.stringify(seen));
+      // The generator must reach every branch: free picks, none at all, and the cool-down fallback. (The
+      // rare branches are counted, not bounded tightly: a run of 120 random scenarios reached the
+      // fallback exactly 10 times once, and a bound of "more than 10" failed a clean CI run.)
+      assert.ok(seen.picked > 300 && seen.none > 2 && seen.fellBack > 2, JSON.stringify(seen));
     });
   }
 });

@@ -4,9 +4,9 @@
  * in the store (one setting, like the retry policy).
  */
 import { type Static, Type } from 'typebox';
-import { Value } from 'typebox/value';
 import { redactText } from '../audit/redact.ts';
 import type { DetailItem } from '../http/errors.ts';
+import { matchesSchema } from '../lib/schema-check.ts';
 import { PROTOCOLS, type Protocol } from '../pool/types.ts';
 import type { SsrfGuard } from '../ssrf/guard.ts';
 import type { ProxyStore } from '../store/types.ts';
@@ -110,7 +110,7 @@ export async function sourceProblems(body: unknown, ssrf: SsrfGuard): Promise<De
 export async function loadSources(store: ProxyStore): Promise<{ sources: SourceConfig[]; skipped: number }> {
   const saved = await store.getSetting(SOURCES_SETTING);
   if (!Array.isArray(saved)) return { sources: [], skipped: 0 };
-  const sources = saved.filter((s): s is SourceConfig => Value.Check(SourceConfigSchema, s));
+  const sources = saved.filter((s): s is SourceConfig => matchesSchema(SourceConfigSchema, s));
   return { sources, skipped: saved.length - sources.length };
 }
 

@@ -7,8 +7,8 @@
 import { lookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
 import type { SsrfGuard } from '../ssrf/guard.ts';
+import { Agent } from '../upstream/agent.ts';
 
 export interface FetchLimits {
   readonly maxBytes: number;
@@ -86,6 +86,9 @@ export async function fetchList(
   const signal = AbortSignal.any([limits.signal, deadline]);
   let body: Readable | null = null;
   try {
+    // undici's request() comes with its whole index (fetch, WebSocket...): loaded on the first fetch of
+    // a source, not in every process (src/upstream/agent.ts).
+    const { request } = await import('undici');
     const res = await request(verdict.url, {
       dispatcher: agent,
       method: 'GET',

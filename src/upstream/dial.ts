@@ -1,7 +1,8 @@
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
-import { Agent, type buildConnector, type Dispatcher } from 'undici';
+import type { buildConnector, Dispatcher } from 'undici';
+import { Agent } from './agent.ts';
 import { classifyTargetTlsError, dialTimeout } from './classify.ts';
 import { UpstreamError, type UpstreamTlsOptions } from './types.ts';
 
