@@ -8,6 +8,7 @@ import { registerErrorHandling } from './http/error-handler.ts';
 import { frameworkErrorHandler, genReqId, registerHooks } from './http/hooks.ts';
 import { registerJsonParser } from './http/json-parser.ts';
 import { lazyChildLogger } from './http/lazy-logger.ts';
+import { LazySchemas } from './http/lazy-schemas.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { banRoutes } from './http/routes/bans.ts';
 import { breakerRoutes } from './http/routes/breakers.ts';
@@ -42,7 +43,10 @@ export function rewriteUrl(url: string): string {
 
 /** Builds the HTTP app over ready services. No I/O here beyond what Fastify itself does. */
 export async function buildApp(services: Services, config: Config): Promise<FastifyInstance> {
+  const lazy = new LazySchemas();
   const app: FastifyInstance = Fastify({
+    // Validators and serializers are compiled on each route's first use, not at boot (lazy-schemas.ts).
+    schemaController: lazy.schemaController(),
     loggerInstance: services.logger as FastifyBaseLogger,
     // Our own onResponse hook writes one line per request (hooks.ts); Fastify's two would double it.
     logController: new LogController({ disableRequestLogging: true, requestIdLogLabel: 'request_id' }),
@@ -68,7 +72,8 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
   });
 
   registerErrorHandling(app);
-  registerValidators(app);
+  lazy.attach(app);
+  registerValidators(app, lazy);
   registerJsonParser(app, config.maxBodyBytes);
   registerHooks(app, services.clientIp, services.audit, services.prom);
   // CORS first, so that every answer after it (401, 429 included) carries the CORS headers.
