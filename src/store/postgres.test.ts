@@ -19,7 +19,7 @@ import { openStore } from './open.ts';
 import { PostgresStore, type PostgresStoreOptions } from './postgres.ts';
 import { isUnavailable, StorageUnavailableError } from './postgres-errors.ts';
 import { migratePg, PG_MIGRATIONS } from './postgres-schema.ts';
-import { rec } from './test-records.ts';
+import { plain, rec } from './test-records.ts';
 
 const silent = pino({ level: 'silent' });
 const key = randomBytes(32);
@@ -49,7 +49,7 @@ const fresh = (options?: Partial<Omit<PostgresStoreOptions, 'url' | 'logger'>>) 
 
 async function all(store: PostgresStore): Promise<ProxyRecord[]> {
   const out: ProxyRecord[] = [];
-  for await (const r of store.loadAll()) out.push(r);
+  for await (const r of store.loadAll()) out.push(plain(r));
   return out;
 }
 

@@ -21,3 +21,23 @@ export function rec(o: Partial<ProxyRecord> = {}): ProxyRecord {
     ...o,
   };
 }
+
+/** A record's fields as a plain object: loaded records keep credentials behind getters (rows.ts). */
+export function plain(r: ProxyRecord): ProxyRecord;
+export function plain(r: ProxyRecord | null): ProxyRecord | null;
+export function plain(r: ProxyRecord | null): ProxyRecord | null {
+  if (r === null) return null;
+  return {
+    id: r.id,
+    protocol: r.protocol,
+    host: r.host,
+    port: r.port,
+    username: r.username,
+    password: r.password,
+    weight: r.weight,
+    country: r.country,
+    tags: [...r.tags],
+    createdAt: r.createdAt,
+    updatedAt: r.updatedAt,
+  };
+}
