@@ -1,14 +1,20 @@
 /*
  * Run by test/memory.test.ts as `node --expose-gc test/memory-probe.ts`: measures, in a process of its
- * own, the heap used after a full GC (a) per proxy, for 10,000 proxies in the pool, and (b) across
- * 20,000 proxied calls through a fixture proxy once warm. Prints one JSON line.
+ * own, the heap used after a full GC (a) per proxy, for 10,000 proxies added to the pool, (b) per proxy,
+ * for 10,000 proxies with credentials loaded from a SQLite file at start-up (the pool-scale case), and
+ * (c) across 20,000 proxied calls through a fixture proxy once warm. Prints one JSON line.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../src/config.ts';
 import { bufferedWork } from '../src/outbound/works.ts';
 import { createServices } from '../src/services.ts';
+import { SqliteStore } from '../src/store/sqlite.ts';
+import { rec } from '../src/store/test-records.ts';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with --expose-gc');
@@ -18,13 +24,52 @@ function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
+const silent = pino({ level: 'silent' });
+const dir = mkdtempSync(join(tmpdir(), 'rota-memory-'));
+
+/** Heap used after GC with services started over `path` (alive while measured, then closed). */
+async function heapWithStore(path: string): Promise<number> {
+  const env = {
+    ROTA_PROXY_PORT: '0',
+    ROTA_SOCKS_PORT: '0',
+    ROTA_STORAGE_PATH: path,
+    ROTA_LOG_LEVEL: 'silent',
+  };
+  const s = await createServices(loadConfig(env), silent, { processMetrics: false });
+  const h = heapAfterGc();
+  await s.close();
+  return h;
+}
+
+async function loadedPerProxy(n: number): Promise<number> {
+  const full = join(dir, 'full.db');
+  const store = new SqliteStore({ path: full, secretKey: null, logger: silent });
+  await store.open();
+  const records = Array.from({ length: n }, (_, i) =>
+    rec({
+      host: `10.1.${(i >> 8) & 255}.${i & 255}`,
+      port: 3128,
+      username: `user${i}`,
+      password: `pw-${i}-x`,
+    }),
+  );
+  await store.insertMany(records);
+  await store.close();
+  const empty = await heapWithStore(join(dir, 'empty.db'));
+  const loaded = await heapWithStore(full);
+  return (loaded - empty) / n;
+}
+
+const loadedBytes = await loadedPerProxy(10_000);
+rmSync(dir, { recursive: true, force: true });
+
 const config = loadConfig({
   ROTA_PROXY_PORT: '0',
   ROTA_SOCKS_PORT: '0',
   ROTA_SSRF_ALLOW: '127.0.0.0/8',
   ROTA_LOG_LEVEL: 'silent',
 });
-const services = await createServices(config, pino({ level: 'silent' }), { processMetrics: false });
+const services = await createServices(config, silent, { processMetrics: false });
 
 const before = heapAfterGc();
 const N = 10_000;
@@ -60,7 +105,7 @@ await calls(20_000);
 const growth = heapAfterGc() - mid;
 const first = mid - warm;
 process.stdout.write(
-  `${JSON.stringify({ perProxyBytes: Math.round(perProxy), firstBytes: first, growthBytes: growth })}\n`,
+  `${JSON.stringify({ perProxyBytes: Math.round(perProxy), loadedPerProxyBytes: Math.round(loadedBytes), firstBytes: first, growthBytes: growth })}\n`,
 );
 await services.close();
 proxy.close();

@@ -84,10 +84,9 @@ export async function handleAbsolute(
     return;
   }
   d.metrics.answered('http', null);
-  res.writeHead(answer.statusCode, {
-    ...endToEnd(answer.headers, RESPONSE_HOP),
-    'x-rota-proxy-id': out.proxyId,
-  });
+  const headers = endToEnd(answer.headers, RESPONSE_HOP);
+  headers['x-rota-proxy-id'] = out.proxyId;
+  res.writeHead(answer.statusCode, headers);
   pump(answer.body, res, (down) => d.metrics.bytes('http', up, down));
 }
 

