@@ -4,7 +4,7 @@ import { CpuSplit } from '../lib/cpu.ts';
 import { canConnect, freePort, sleep, startProcess } from '../lib/proc.ts';
 import { failedCell } from '../lib/report.ts';
 import { addProxies, api, ROOT, requestBody } from '../lib/rota.ts';
-import { START_FLAGS, startRotaProd } from '../lib/rota-prod.ts';
+import { GROWTH_FLAG, START_FLAGS, startRotaProd } from '../lib/rota-prod.ts';
 import { MB, RssWatch, waitForIdleProcess } from '../lib/rss.ts';
 import { measuredTree } from '../lib/tree.ts';
 import { type WrkResult, wrk } from '../lib/wrk.ts';
@@ -23,16 +23,21 @@ export interface GatewayRun {
   readonly cpu: ReturnType<CpuSplit['stop']>;
 }
 
-export type Variant = 'semi16' | 'semi8' | 'semi32' | 'unset' | 'w2' | 'w3';
+export type Variant = 'semi16' | 'semi8' | 'semi32' | 'unset' | 'nogrow' | 'w2' | 'w3' | 'w3nogrow';
+
+/** npm start's flags without the old-generation growth cap: V8's own heap growing. */
+const NO_GROWTH_CAP = START_FLAGS.filter((f) => f !== GROWTH_FLAG);
 
 export const VARIANTS: Readonly<Record<Variant, { flags: readonly string[]; conns: number; big: boolean }>> =
   {
     semi16: { flags: START_FLAGS, conns: 50, big: false },
-    semi8: { flags: ['--max-semi-space-size=8', '--expose-gc'], conns: 50, big: false },
-    semi32: { flags: ['--max-semi-space-size=32', '--expose-gc'], conns: 50, big: false },
-    unset: { flags: ['--expose-gc'], conns: 50, big: false },
+    semi8: { flags: ['--max-semi-space-size=8', '--expose-gc', GROWTH_FLAG], conns: 50, big: false },
+    semi32: { flags: ['--max-semi-space-size=32', '--expose-gc', GROWTH_FLAG], conns: 50, big: false },
+    unset: { flags: ['--expose-gc', GROWTH_FLAG], conns: 50, big: false },
+    nogrow: { flags: NO_GROWTH_CAP, conns: 50, big: false },
     w2: { flags: START_FLAGS, conns: 1, big: false },
     w3: { flags: START_FLAGS, conns: 10, big: true },
+    w3nogrow: { flags: NO_GROWTH_CAP, conns: 10, big: true },
   };
 
 export interface LoadFigures {
@@ -143,14 +148,14 @@ export async function measureLoad(ctx: Ctx, notes: string[]): Promise<LoadFigure
     return { directBefore: failed, directAfter: failed, relay: failed, rota: new Map() };
   }
   ctx.log(
-    `  lean: direct, relay, Rota (npm start), direct; then semi-space 8, 32, unset; loads 2 and 3 (${ctx.loadS} s each)`,
+    `  lean: direct, relay, Rota (npm start), direct; then semi-space 8, 32, unset, no growth cap; loads 2 and 3 (and 3 without the cap) (${ctx.loadS} s each)`,
   );
   const directBefore = await one(ctx, 'direct path (before)', notes, () => direct(ctx));
   const relayRun = await one(ctx, 'bare relay', notes, () => relay(ctx));
   const rotaRuns = new Map<Variant, Outcome<GatewayRun>>();
   rotaRuns.set('semi16', await one(ctx, 'Rota, npm start', notes, () => rota(ctx, 'semi16')));
   const directAfter = await one(ctx, 'direct path (after)', notes, () => direct(ctx));
-  for (const v of ['semi8', 'semi32', 'unset', 'w2', 'w3'] as const) {
+  for (const v of ['semi8', 'semi32', 'unset', 'nogrow', 'w2', 'w3', 'w3nogrow'] as const) {
     rotaRuns.set(v, await one(ctx, `Rota, ${v}`, notes, () => rota(ctx, v)));
   }
   return { directBefore, directAfter, relay: relayRun, rota: rotaRuns };

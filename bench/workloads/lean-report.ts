@@ -107,12 +107,14 @@ function startTable(ctx: Ctx, m: MemoryFigures): string {
 }
 
 const TITLES: Record<Variant, string> = {
-  semi16: 'Rota, `npm start` (--max-semi-space-size=16), load 1',
+  semi16: 'Rota, `npm start` (--max-semi-space-size=16 --heap-growing-percent=20), load 1',
   semi8: 'Rota, --max-semi-space-size=8, load 1',
   semi32: 'Rota, --max-semi-space-size=32, load 1',
   unset: 'Rota, no semi-space flag (V8 default), load 1',
+  nogrow: 'Rota, `npm start` without --heap-growing-percent (V8 default growth), load 1',
   w2: 'Rota, `npm start`, load 2 (1 connection)',
   w3: 'Rota, `npm start`, load 3 (1 MiB bodies, 10 connections)',
+  w3nogrow: 'Rota, `npm start` without --heap-growing-percent, load 3',
 };
 
 function loadRow(title: string, o: Outcome<GatewayRun> | undefined, direct: Cell, share: boolean): string[] {
@@ -150,8 +152,10 @@ function loadTable(l: LoadFigures): string {
     loadRow('bare relay (bench/reference/relay.ts), load 1', l.relay, d, true),
     loadRow(TITLES.semi16, l.rota.get('semi16'), d, true),
     loadRow('direct path, wrk → squid (after)', l.directAfter, d, false),
-    ...(['semi8', 'semi32', 'unset'] as const).map((v) => loadRow(TITLES[v], l.rota.get(v), d, true)),
-    ...(['w2', 'w3'] as const).map((v) => loadRow(TITLES[v], l.rota.get(v), d, false)),
+    ...(['semi8', 'semi32', 'unset', 'nogrow'] as const).map((v) =>
+      loadRow(TITLES[v], l.rota.get(v), d, true),
+    ),
+    ...(['w2', 'w3', 'w3nogrow'] as const).map((v) => loadRow(TITLES[v], l.rota.get(v), d, false)),
   ];
   return mdTable(head, rows);
 }
@@ -185,7 +189,7 @@ function intro(ctx: Ctx, b: Outcome<Build>): string[] {
     'Command: `npm run bench -- --only=lean` (part of `npm run bench`). Rota is measured as `npm start` runs',
     'it: `node scripts/build.ts` (this run ' +
       built +
-      '), then `node --max-semi-space-size=16 --expose-gc dist/main.js`,',
+      '), then `node --max-semi-space-size=16 --expose-gc --heap-growing-percent=20 dist/main.js`,',
     "spawned directly so that start-up is Rota's own (the wrapper and build check are timed apart),",
     'NODE_ENV=production, memory store unless said, listeners on free ports, the set-up of workloads 1-7.',
     'Memory is read 3 s after /ready: RSS split from /proc/<pid>/smaps_rollup (anonymous vs file-backed',
