@@ -66,4 +66,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ROTA_PORT||8000)+'/api/v1/health',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
 # Young-generation cap chosen by measurement (BENCHMARKS.md): the same flags as `npm start`.
-CMD ["node", "--max-semi-space-size=16", "--expose-gc", "--heap-growing-percent=20", "dist/main.js"]
+CMD ["node", "--max-semi-space-size=16", "--expose-gc", "--heap-growing-percent=50", "dist/main.js"]

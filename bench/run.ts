@@ -149,6 +149,12 @@ async function main(): Promise<void> {
   const machine = await describeMachine();
   log(`Rota benchmarks${quick ? ' (--quick)' : ''}: ${machine.nproc} cores, load ${machine.loadBefore}`);
   const { squid, squidError, pwError } = await prepare(workDir);
+  // Every workload runs Rota as npm start does: the production build, made (when stale) once here.
+  const built = await run(process.execPath, [join(ROOT, 'scripts', 'build.ts')], {
+    cwd: ROOT,
+    timeoutMs: 300_000,
+  });
+  if (built.code !== 0) throw new Error(`node scripts/build.ts failed: ${built.stderr.slice(0, 500)}`);
   const target = await startTarget();
   const ctx: Ctx = {
     quick,

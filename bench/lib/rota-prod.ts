@@ -4,14 +4,12 @@ import { freePorts, type Proc, sleep, startProcess } from './proc.ts';
 import { GENEROUS, ROOT, type Rota, scrape, sumMetric } from './rota.ts';
 
 /**
- * Rota as `npm start` runs it once built: `node --max-semi-space-size=16 --expose-gc --heap-growing-percent=20
+ * Rota as `npm start` runs it once built: `node --max-semi-space-size=16 --expose-gc --heap-growing-percent=50
  * dist/main.js` (package.json "start"), spawned directly (no scripts/with-node.sh, no build check, so the
  * time to ready is Rota's own), with the set-up of the other workloads (production mode, auth off,
  * loopback targets allowed, generous limits) and both listeners on free ports, as `npm start` has them.
  */
-/** npm start's old-generation growth cap (package.json "start"; workload 11 has the trade-off). */
-export const GROWTH_FLAG = '--heap-growing-percent=20';
-export const START_FLAGS = ['--max-semi-space-size=16', '--expose-gc', GROWTH_FLAG] as const;
+export { GROWTH_FLAG, START_FLAGS } from './rota.ts';
 
 export interface ProdOptions {
   readonly name: string;

@@ -155,7 +155,7 @@ function earlierPeaks(r: LeanResults): string | null {
     .filter((x) => x.metric === 'peak RSS, MB' && /^[123]\./.test(x.workload));
   if (rows.length === 0) return null;
   const text = rows.map((x) => `${x.workload.split(' (')[0]}: ${show(x.rota, 1)} MB`).join('; ');
-  return `Workloads 1-3 of this run (Rota started as \`node src/main.ts\`, no semi-space flag) peaked at: ${text}.`;
+  return `Workloads 1-3 of this run (Rota started as npm start starts it) peaked at: ${text}.`;
 }
 
 export function breakdown(ctx: Ctx, r: LeanResults): string[] {
