@@ -12,7 +12,7 @@ import {
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
-import { freePort } from './helpers/real-proxies.ts';
+import { closedPort } from './helpers/real-proxies.ts';
 
 /* The error answers of POST /api/v1/request, each produced by a real situation. */
 
@@ -42,7 +42,7 @@ describe('pool and failover errors', () => {
   });
 
   test('every proxy failing is 502 PROXY_FAILOVER_EXHAUSTED, listing each attempt', async () => {
-    const ports = [await freePort(), await freePort()];
+    const ports = [await closedPort(), await closedPort()];
     const ids = [
       await addProxy(t, `http://127.0.0.1:${ports[0]}`),
       await addProxy(t, `socks5://127.0.0.1:${ports[1]}`),

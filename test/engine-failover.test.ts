@@ -14,7 +14,7 @@ import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.t
 import { type RawFixture, startBlackhole, startResetter } from './fixtures/misbehaving.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import type { TestApp } from './helpers/app.ts';
-import { freePort } from './helpers/real-proxies.ts';
+import { closedPort as refusingPort } from './helpers/real-proxies.ts';
 
 /*
  * Failover and circuit breakers through POST /api/v1/request, with three dead proxies (closed port,
@@ -38,7 +38,7 @@ before(async () => {
     startTarget(),
     startBlackhole(),
     startResetter(),
-    freePort(),
+    refusingPort(),
   ]);
   live = await Promise.all([startForwardProxy(), startForwardProxy()]);
   clock = new SkewClock();

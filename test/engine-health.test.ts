@@ -6,7 +6,7 @@ import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.t
 import { type Fixture, listen, SocketTracker, stop } from './fixtures/server.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { json, type TestApp } from './helpers/app.ts';
-import { freePort } from './helpers/real-proxies.ts';
+import { closedPort } from './helpers/real-proxies.ts';
 
 /* POST proxies/health-check (and the deprecated proxies/test) against ROTA_HEALTH_CHECK_URL. */
 
@@ -62,7 +62,7 @@ before(async () => {
     ROTA_TIMEOUT: '2',
   });
   liveId = await addProxy(t, `http://127.0.0.1:${live.port}`);
-  deadId = await addProxy(t, `http://127.0.0.1:${await freePort()}`);
+  deadId = await addProxy(t, `http://127.0.0.1:${await closedPort()}`);
 });
 after(async () => {
   await t.close();

@@ -14,7 +14,7 @@ import { testTls } from './fixtures/certs.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import type { TestApp } from './helpers/app.ts';
 import {
-  freePort,
+  closedPort,
   type RealProxy,
   startAllOrClose,
   startDante,
@@ -127,7 +127,7 @@ describe('a target the real proxy cannot reach', () => {
   });
 
   async function unreachable(proxy: Record<string, unknown>, schemes: string[]): Promise<void> {
-    const closed = await freePort();
+    const closed = await closedPort();
     await alone(proxy, async (id) => {
       for (const scheme of schemes) {
         const res = await proxied(t, { url: `${scheme}://127.0.0.1:${closed}/` });

@@ -17,7 +17,7 @@ import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.t
 import { type Fixture, listen, SocketTracker, stop } from './fixtures/server.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import type { TestApp } from './helpers/app.ts';
-import { freePort } from './helpers/real-proxies.ts';
+import { closedPort } from './helpers/real-proxies.ts';
 
 /*
  * What counts against a proxy (only its own faults), and when a call may be replayed on another proxy
@@ -166,7 +166,7 @@ describe('replaying non-idempotent calls', () => {
   });
 
   test('a POST whose first proxy refused the connection is retried on another proxy', async () => {
-    const closed = await freePort();
+    const closed = await closedPort();
     const deadId = await addProxy(t, `http://127.0.0.1:${closed}`);
     await addProxy(t, `http://127.0.0.1:${live.port}`);
     for (const method of ['POST', 'PATCH']) {

@@ -6,7 +6,7 @@ import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.t
 import { listen } from './fixtures/server.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import type { TestApp } from './helpers/app.ts';
-import { freePort } from './helpers/real-proxies.ts';
+import { closedPort } from './helpers/real-proxies.ts';
 
 /*
  * Backoff (only for target-side failures, never after the last attempt, never past the deadline) and
@@ -66,14 +66,14 @@ describe('backoff', () => {
 
   test('the answer kept from an earlier proxy still counts every proxy the call went through', async () => {
     await addProxy(t, `http://127.0.0.1:${live[0]?.port}`);
-    await addProxy(t, `http://127.0.0.1:${await freePort()}`); // refuses: a proxy fault, no answer
+    await addProxy(t, `http://127.0.0.1:${await closedPort()}`); // refuses: a proxy fault, no answer
     await putPolicy(t, FIXED(0));
     const d = await proxiedOk(t, { url: target.url('/status/503').href });
     assert.deepEqual([d.status_code, d.attempts], [503, 2]);
   });
 
   test('a proxy fault fails over at once, whatever the backoff', async () => {
-    await addProxy(t, `http://127.0.0.1:${await freePort()}`);
+    await addProxy(t, `http://127.0.0.1:${await closedPort()}`);
     await addProxy(t, `http://127.0.0.1:${live[0]?.port}`);
     await putPolicy(t, FIXED(5));
     const [d, ms] = await timed(() => proxiedOk(t, { url: target.url('/json').href }));
@@ -93,7 +93,7 @@ describe('backoff', () => {
     // The live fixture answers CONNECT to a closed port with 502: the proxy says the target is down.
     for (const p of live) await addProxy(t, `http://127.0.0.1:${p.port}`);
     await putPolicy(t, FIXED(10));
-    const closed = await freePort();
+    const closed = await closedPort();
     const [res, ms] = await timed(() => proxied(t, { url: `https://127.0.0.1:${closed}/`, timeout: 3 }));
     assert.equal(res.statusCode, 504, res.body);
     assert.equal(res.json().error.code, 'TARGET_UNREACHABLE');
@@ -103,7 +103,7 @@ describe('backoff', () => {
 
 describe('numbers from real traffic', () => {
   test('per-proxy stats, GET stats, retry metrics and GET status agree with what happened', async () => {
-    const deadPort = await freePort();
+    const deadPort = await closedPort();
     const dead = await addProxy(t, `http://127.0.0.1:${deadPort}`);
     const ok = [
       await addProxy(t, `http://127.0.0.1:${live[0]?.port}`),

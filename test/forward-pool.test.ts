@@ -12,7 +12,7 @@ import {
   listeningApp,
   viaProxy,
 } from './forward-kit.ts';
-import { freePort } from './helpers/real-proxies.ts';
+import { closedPort as refusingPort } from './helpers/real-proxies.ts';
 
 /*
  * The listeners on the one engine: failover before a tunnel is answered, sessions shared with
@@ -29,7 +29,7 @@ before(async () => {
     startTarget(),
     Promise.all([startForwardProxy(), startForwardProxy(), startForwardProxy()]),
     Promise.all([startResetter(), startAuthDemander(), startBlackhole()]),
-    freePort(),
+    refusingPort(),
   ]);
 });
 

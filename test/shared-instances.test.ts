@@ -6,8 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { startNginx, type TestNginx } from './helpers/nginx.ts';
+import { closedPort } from './helpers/real-proxies.ts';
 import { startRedis, type TestRedis } from './helpers/redis.ts';
-import { freePort, type RunningServer, startServer } from './helpers/server.ts';
+import { type RunningServer, startServer } from './helpers/server.ts';
 
 /*
  * Three Rota processes as one, behind nginx: one SQLite pool file (one host) and one Redis. What one
@@ -126,7 +127,7 @@ describe('three instances, one pool and one state', () => {
     const dead = await api(a, '/api/v1/proxies', {
       method: 'POST',
       headers: k,
-      body: JSON.stringify({ url: `http://127.0.0.1:${await freePort()}`, country: 'FR' }),
+      body: JSON.stringify({ url: `http://127.0.0.1:${await closedPort()}`, country: 'FR' }),
     });
     deadId = data<{ id: string }>(dead).id;
     // Round-robin reaches the dead proxy every third call; two failures open its breaker.

@@ -14,7 +14,8 @@ import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.t
 import { listen, SocketTracker, stop } from './fixtures/server.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { json, makeApp, type TestApp } from './helpers/app.ts';
-import { freePort, startServer } from './helpers/server.ts';
+import { closedPort as refusingPort } from './helpers/real-proxies.ts';
+import { startServer } from './helpers/server.ts';
 
 interface SourceView {
   name: string;
@@ -107,7 +108,7 @@ before(async () => {
     Promise.all([startForwardProxy(), startForwardProxy()]),
   ]);
   await lists.start();
-  closedPort = await freePort();
+  closedPort = await refusingPort();
 });
 
 after(async () => {

@@ -15,7 +15,7 @@ import { type SocksFixture, startSocksFixture } from './fixtures/socks.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { assertFailure, attempt, errorText, failure, proxyRecord, waitFor } from './fixtures/upstream-kit.ts';
 import {
-  freePort,
+  closedPort,
   type RealProxy,
   startAllOrClose,
   startDante,
@@ -257,7 +257,7 @@ describe('misbehaving proxies: each failure has the right kind', () => {
   });
 
   test('nothing listening: connect, never reached', async () => {
-    const port = await freePort();
+    const port = await closedPort();
     for (const protocol of ['http', 'https', 'socks4', 'socks5'] as const) {
       const err = await failure(attempt(cache.get(proxyRecord(protocol, port)), targets('/json')[1]));
       assertFailure(err, { kind: 'connect', proxyFault: true, mayHaveReachedTarget: false });
@@ -339,7 +339,7 @@ describe('misbehaving proxies: each failure has the right kind', () => {
   });
 
   test("an unreachable target is the target's problem, not the proxy's", async () => {
-    const closed = await freePort();
+    const closed = await closedPort();
     const records = [
       proxyRecord('http', tinyproxy.port, { username: USER, password: SECRET }),
       proxyRecord('socks5', dante.port),

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -62,6 +62,32 @@ export async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   if (addr === null || typeof addr === 'string') throw new Error('no free port');
   return addr.port;
+}
+
+/** The lowest port the kernel hands out for listen(0) and outgoing connections. */
+function ephemeralLow(): number {
+  try {
+    const low = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(low) && low > 0 ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/**
+ * A loopback port where nothing listens, for a "dead proxy" (connection refused). Not freePort(): a
+ * port the kernel has just handed out and released is ephemeral, and a test file running at the same
+ * time may be given it for a listener of its own (seen once in CI: a "closed" proxy answered 200).
+ * listen(0) never hands out a port below the ephemeral range, so nothing a test starts takes this one.
+ */
+export async function closedPort(): Promise<number> {
+  const low = ephemeralLow();
+  if (low <= 10_001) return freePort();
+  for (let i = 0; i < 50; i++) {
+    const port = 10_000 + Math.floor(Math.random() * (low - 10_000));
+    if (!(await canConnect(port))) return port;
+  }
+  throw new Error('no closed port found below the ephemeral range');
 }
 
 /** Whether something accepts TCP connections on 127.0.0.1:`port` now. */
