@@ -12,16 +12,17 @@ import { Listeners } from './forward/listeners.ts';
 import { HealthChecker } from './health/checker.ts';
 import { ClientIpResolver } from './http/client-ip.ts';
 import type { RateCounter } from './lib/rate-counter.ts';
-import type { AttemptRecord, CallRecord } from './metrics/calls.ts';
-import { PromMetrics } from './metrics/prometheus.ts';
-import { RetryMetrics } from './metrics/retry.ts';
-import { CallSeries } from './metrics/series.ts'; // dashboard
-import { StatsAggregator } from './metrics/stats.ts';
+import type { PromMetrics } from './metrics/prometheus.ts';
+import type { RetryMetrics } from './metrics/retry.ts';
+import type { CallSeries } from './metrics/series.ts'; // dashboard
+import type { StatsAggregator } from './metrics/stats.ts';
 import { Executor } from './outbound/executor.ts';
 import { RetryPolicyHolder } from './outbound/retry-policy.ts';
 import { Selector } from './outbound/selector.ts';
 import { Pool, type ProxyEntry } from './pool/pool.ts';
 import type { ProxyStatus } from './pool/types.ts';
+import { buildMetrics } from './services-metrics.ts';
+import { startServices } from './services-start.ts';
 import { createSharedState, type SharedState } from './shared-state/shared.ts';
 import { createSourceManager, type SourceManager } from './sources/manager.ts'; // proxy sources
 import { AllowList } from './ssrf/allow.ts';
@@ -100,39 +101,6 @@ const STATUS_OF: Record<BreakerStateName, ProxyStatus> = {
   open: 'failed',
 };
 
-function buildMetrics(
-  config: Config,
-  clock: Clock,
-  pool: Pool,
-  breakers: BreakerRegistry,
-  cooldowns: CooldownTable,
-  processMetrics: boolean,
-) {
-  const proxyExists = (id: string) => pool.get(id) !== undefined;
-  const retentionMs = config.metricsRetentionHours * 3_600_000;
-  return {
-    stats: new StatsAggregator({ now: clock.monotonic, proxyExists }),
-    retryMetrics: new RetryMetrics({
-      now: clock.now,
-      retentionHours: config.metricsRetentionHours,
-      breakerEventsCount: () => breakers.events(clock.now() - retentionMs).length,
-      proxyExists,
-    }),
-    prom: new PromMetrics({
-      poolCounts: () => {
-        let healthy = 0;
-        for (const e of pool.all()) if (e.health === 'healthy') healthy++;
-        return { total: pool.size, healthy };
-      },
-      breakerStates: () =>
-        pool.all().map((e) => ({ proxyId: e.record.id, state: breakers.state(e.record.id) })),
-      proxyExists,
-      cooldownsActive: () => cooldowns.activeCount(),
-      defaultMetrics: processMetrics,
-    }),
-  };
-}
-
 /** ROTA_UPSTREAM_ALLOW as a predicate: an IP literal by its ranges, a name by the names listed. */
 function allowedHosts(list: readonly string[]): (host: string) => boolean {
   const allow = new AllowList(list);
@@ -176,34 +144,19 @@ export async function createServices(
     cooldowns,
     maxInFlight: config.proxyMaxInFlight,
   });
-  const { stats, retryMetrics, prom } = buildMetrics(
+  const { stats, retryMetrics, prom, series, onCall, onLateAttempt } = buildMetrics({
     config,
     clock,
     pool,
     breakers,
     cooldowns,
-    o.processMetrics ?? true,
-  );
+    processMetrics: o.processMetrics ?? true,
+  });
   const shared = await createSharedState(config.redisUrl, logger);
   const bans = new BanJudge(banPolicy, cooldowns, (e) => {
     prom.recordBan(e.status);
     retryMetrics.recordBan(e.proxyId);
     shared.banned(e.proxyId, e.host, e.until, e.count);
-  });
-  const series = new CallSeries({ now: clock.now, pool }); // dashboard
-  const onCall = (call: CallRecord) => {
-    stats.recordCall(call);
-    series.recordCall(call); // dashboard
-    retryMetrics.recordCall(call);
-    prom.recordCall(call);
-  };
-  const onLateAttempt = (a: AttemptRecord) => {
-    stats.recordAttempt(a);
-    retryMetrics.recordAttempt(a);
-    prom.recordAttempt(a);
-  };
-  breakers.onTransition((e) => {
-    if (e.to_state === 'open') retryMetrics.recordBreakerOpen(e.proxy_id);
   });
   const executor = new Executor({
     selector,
@@ -300,32 +253,6 @@ export async function createServices(
       await store.close();
     },
   };
-  await store.open();
-  await settings.load();
-  if (await retry.load()) settings.markStored();
-  if (await banPolicy.load()) settings.markStored();
-  await pool.load();
-  await shared.start({
-    pool,
-    breakers,
-    sessions: selector.sessionTable,
-    cooldowns,
-    registry: prom.registry,
-    ownTotals: () => stats.totals(),
-    reloadSettings: async () => {
-      await settings.load();
-      await retry.load();
-      await banPolicy.load();
-    },
-    onSettingsChange: (l) => {
-      settings.onChange(l);
-      retry.onChange(l);
-      banPolicy.onChange(l);
-    },
-  });
-  health.start(config.healthCheckIntervalS);
-  await sources.load(); // proxy sources
-  sources.start(); // proxy sources
-  services.ready = true;
+  await startServices(services);
   return services;
 }
