@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { FastifyRequest } from 'fastify';
-import { bodyLiteral, type ProxiedFields, proxiedAnswer } from './proxied-answer.ts';
+import { bodyLiteral, bodyParts, type ProxiedFields, proxiedAnswer } from './proxied-answer.ts';
 
 const req = { id: 'req-1' } as FastifyRequest;
 const fields: ProxiedFields = {
@@ -122,5 +122,26 @@ describe('the proxied answer, written as bytes', () => {
     );
     const big = Buffer.alloc(20 * 1024, 'a');
     assert.ok(Buffer.isBuffer(proxiedAnswer(req, fields, big)), 'over 16 KiB: the byte path');
+  });
+
+  it('the body in parts is the whole literal, across part boundaries, UTF-8 and base64 alike', () => {
+    const PART = 3 * 21 * 1024;
+    // A multi-byte character and escapes straddling each part boundary; one stray byte makes it base64.
+    const text = Buffer.from('é"\\\n\u0001ü€'.repeat(Math.ceil((2.5 * PART) / 12)), 'utf8');
+    const notUtf8 = Buffer.concat([text, Buffer.from([0xff]), text]);
+    for (const body of [text, notUtf8, text.subarray(0, PART), text.subarray(0, PART + 1), Buffer.alloc(0)]) {
+      const whole = bodyLiteral(body);
+      const split = bodyParts(body);
+      assert.equal(split.encoding, whole.encoding);
+      assert.equal(`"${split.parts.join('')}"`, whole.literal);
+      assert.equal(split.bytes, whole.literal.length - 2);
+    }
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 3 * PART }), fc.boolean(), (bytes, asText) => {
+        const body = asText ? Buffer.from(Buffer.from(bytes).toString('latin1'), 'utf8') : Buffer.from(bytes);
+        assert.equal(`"${bodyParts(body).parts.join('')}"`, bodyLiteral(body).literal);
+      }),
+      { numRuns: 40 },
+    );
   });
 });
