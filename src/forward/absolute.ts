@@ -13,6 +13,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
+import { CLIENT_GONE } from '../lib/abort.ts';
 import { refusal } from './answers.ts';
 import { admit, endToEnd, type HttpDoorDeps, writeRefusal } from './http-door.ts';
 
@@ -37,7 +38,7 @@ function hasBody(req: IncomingMessage): boolean {
 function clientGone(res: ServerResponse): AbortSignal {
   const ac = new AbortController();
   res.once('close', () => {
-    if (!res.writableFinished) ac.abort();
+    if (!res.writableFinished) ac.abort(CLIENT_GONE);
   });
   return ac.signal;
 }

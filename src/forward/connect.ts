@@ -12,6 +12,7 @@
 import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { closeSignal } from '../lib/abort.ts';
 import type { TunnelTarget } from '../upstream/tunnel.ts';
 import { refusal } from './answers.ts';
 import { admit, type HttpDoorDeps, writeRawRefusal } from './http-door.ts';
@@ -30,12 +31,6 @@ export function parseAuthority(raw: string | undefined): TunnelTarget | null {
   const host = m[2] ?? '';
   if (!NAME.test(host) || host.includes('..')) return null;
   return { hostname: host.toLowerCase(), port };
-}
-
-function gone(socket: Duplex): AbortSignal {
-  const ac = new AbortController();
-  socket.once('close', () => ac.abort());
-  return ac.signal;
 }
 
 export async function handleConnect(
@@ -60,7 +55,7 @@ export async function handleConnect(
     writeRawRefusal(socket, door.refusal);
     return;
   }
-  const out = await d.gateway.tunnel(target, door.params, gone(socket));
+  const out = await d.gateway.tunnel(target, door.params, closeSignal(socket));
   if (!out.ok) {
     d.metrics.answered('connect', out.refusal.code);
     writeRawRefusal(socket, out.refusal);

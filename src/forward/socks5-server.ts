@@ -11,6 +11,7 @@
  */
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { closeSignal } from '../lib/abort.ts';
 import { authority } from '../upstream/dial.ts';
 import { type Refusal, refusal } from './answers.ts';
 import { parseAuthority } from './connect.ts';
@@ -174,9 +175,7 @@ class Socks5Connection {
       this.#refuse('BAD_REQUEST', 'bad destination', reply(REPLY.GENERAL_FAILURE));
       return;
     }
-    const ac = new AbortController();
-    socket.once('close', () => ac.abort());
-    const out = await this.#d.gateway.tunnel(target, params, ac.signal);
+    const out = await this.#d.gateway.tunnel(target, params, closeSignal(socket));
     if (!out.ok) {
       this.#d.metrics.answered('socks5', out.refusal.code);
       socket.end(reply(out.refusal.socksReply));

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Permit } from '../breaker/types.ts';
 import { ApiError } from '../http/errors.ts';
+import { ATTEMPT_RELEASED } from '../lib/abort.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { type AttemptResult, runAttempt, type Settled } from './attempt.ts';
 import {
@@ -187,7 +188,7 @@ export class Executor {
     if (input.signal?.aborted) onCallerGone();
     else input.signal?.addEventListener('abort', onCallerGone, { once: true });
     const detach = () => input.signal?.removeEventListener('abort', onCallerGone);
-    const cancel = () => own.abort();
+    const cancel = () => own.abort(ATTEMPT_RELEASED);
     // Once the target's answer has started, the proxy works: no hedge for a body still arriving. (The
     // answer cannot start before `run` is set: dispatching never calls back synchronously.)
     let run: Run<Settled<R>> | undefined;

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { banHost } from '../../bans/judge.ts';
+import { CLIENT_GONE } from '../../lib/abort.ts';
 import { poolEmptyError } from '../../outbound/call-error.ts';
 import { bufferedWork } from '../../outbound/works.ts';
 import { proxyView } from '../../pool/view.ts';
@@ -77,7 +78,7 @@ function abortOnClientGone(reply: FastifyReply): AbortSignal {
   const ac = new AbortController();
   const res = reply.raw;
   res.once('close', () => {
-    if (!res.writableFinished) ac.abort();
+    if (!res.writableFinished) ac.abort(CLIENT_GONE);
   });
   return ac.signal;
 }
