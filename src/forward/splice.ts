@@ -57,7 +57,10 @@ export function splice(
   });
   upstream.once('close', () => {
     // What the upstream sent may still be queued towards the client: end it, then make sure it goes.
-    client.end();
+    // Not when the client has already ended or gone: end() then makes (and drops) an ERR_STREAM_*
+    // error, stack and all, which a --cpu-prof of the CONNECT path showed on most tunnels.
+    if (client.destroyed) return;
+    if (!client.writableEnded) client.end();
     (client as Duplex & { destroySoon?: () => void }).destroySoon?.();
   });
   client.pipe(upstream);
