@@ -31,6 +31,16 @@ export interface ProxyRecord {
   readonly tags: readonly string[];
   readonly createdAt: number; // epoch ms
   readonly updatedAt: number; // epoch ms
+  /**
+   * Whether there is a username or password, when the record can tell without decrypting them (records
+   * loaded from a SQL store keep both sealed until first used). Read it through hasCredentials().
+   */
+  readonly hasCredentials?: boolean;
+}
+
+/** Whether the proxy has a username or a password, decrypting nothing that is still sealed. */
+export function hasCredentials(r: ProxyRecord): boolean {
+  return r.hasCredentials ?? (r.username !== null || r.password !== null);
 }
 
 /** `scheme://host:port`, the only form of a proxy address that is ever shown. */

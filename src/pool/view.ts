@@ -1,4 +1,5 @@
 import type { Pool, ProxyEntry } from './pool.ts';
+import { hasCredentials } from './types.ts';
 
 /** The public shape of a proxy (spec 2.2 plus DECISIONS extras). Never includes credentials. */
 export function proxyView(pool: Pool, e: ProxyEntry) {
@@ -14,7 +15,9 @@ export function proxyView(pool: Pool, e: ProxyEntry) {
     weight: r.weight,
     country: r.country,
     tags: [...r.tags],
-    has_credentials: r.username !== null || r.password !== null,
+    // Not by reading them: that would decrypt every proxy's credentials (NDJSON export, 100,000 of them)
+    // and keep them in memory.
+    has_credentials: hasCredentials(r),
     stats: {
       total_requests: s.total,
       successful_requests: s.success,

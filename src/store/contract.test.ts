@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, describe, it } from 'node:test';
 import pino from 'pino';
-import type { ProxyRecord } from '../pool/types.ts';
+import { hasCredentials, type ProxyRecord } from '../pool/types.ts';
 import { MemoryStore } from './memory.ts';
 import { SqliteStore } from './sqlite.ts';
 import { plain, rec } from './test-records.ts';
@@ -179,8 +179,13 @@ export function storeContract(name: string, make: () => ProxyStore): void {
       const none = rec();
       const onlyUser = rec({ host: 'a.example', username: 'ünïcode-用户', password: null });
       const fancy = rec({ host: 'b.example', username: 'emoji 🔑 :@/', password: 'pässwörd \u0000 密码 🧪' });
-      for (const r of [none, onlyUser, fancy]) await s.insert(r);
-      assert.deepEqual(await all(s), [none, onlyUser, fancy]);
+      const onlyPassword = rec({ host: 'c.example', username: null, password: 'p' });
+      for (const r of [none, onlyUser, fancy, onlyPassword]) await s.insert(r);
+      const raw: ProxyRecord[] = [];
+      for await (const r of s.loadAll()) raw.push(r);
+      // Told before anything is decrypted (records loaded from a SQL store keep credentials sealed).
+      assert.deepEqual(raw.map(hasCredentials), [false, true, true, true]);
+      assert.deepEqual(await all(s), [none, onlyUser, fancy, onlyPassword]);
     });
 
     it('keeps its data across close() and open() of the same instance', async () => {

@@ -92,6 +92,12 @@ class LoadedRecord implements ProxyRecord {
     this.#passSealed = row.password_enc === null ? null : row.password_enc.toString('latin1');
   }
 
+  get hasCredentials(): boolean {
+    return (
+      this.#userSealed !== null || this.#user !== null || this.#passSealed !== null || this.#pass !== null
+    );
+  }
+
   get username(): string | null {
     if (this.#userSealed !== null) {
       this.#user = this.#open(this.#userSealed, 'username');

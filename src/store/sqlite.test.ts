@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import pino from 'pino';
 import { loadConfig } from '../config.ts';
 import type { ProxyRecord } from '../pool/types.ts';
+import { hasCredentials } from '../pool/types.ts';
 import { CredentialDecryptError, StorageKeyError } from './crypto.ts';
 import { MIGRATIONS, MigrationError, migrate } from './migrations.ts';
 import { openStore } from './open.ts';
@@ -126,13 +127,16 @@ describe('SqliteStore', () => {
     const s = await openAt(path);
     const a = rec({ username: 'ua', password: 'secret-a' });
     const b = rec({ username: 'ub', password: 'secret-b' });
-    await s.insert(a);
-    await s.insert(b);
+    const c = rec({ host: 'c.example', username: 'uc', password: null });
+    for (const r of [a, b, c]) await s.insert(r);
     await s.close();
     const db = new Database(path);
     db.prepare(
       'UPDATE proxies SET password_enc = (SELECT password_enc FROM proxies WHERE id = ?) WHERE id = ?',
     ).run(a.id, b.id);
+    db.prepare(
+      'UPDATE proxies SET username_enc = (SELECT username_enc FROM proxies WHERE id = ?) WHERE id = ?',
+    ).run(a.id, c.id);
     db.close();
     const s2 = await openAt(path);
     assert.equal((await s2.get(a.id))?.password, 'secret-a');
@@ -143,6 +147,11 @@ describe('SqliteStore', () => {
     });
     // At start-up a password is decrypted on first read: the damaged one throws there, never garbage.
     const loaded = await all(s2);
+    // Whether it has credentials is known without decrypting them (GET proxies, the NDJSON export): the
+    // moved username fails only where it is read.
+    const moved = loaded.find((r) => r.id === c.id);
+    assert.ok(moved && hasCredentials(moved));
+    assert.throws(() => moved.username, CredentialDecryptError);
     assert.equal(loaded.find((r) => r.id === a.id)?.password, 'secret-a');
     assert.throws(() => loaded.find((r) => r.id === b.id)?.password, CredentialDecryptError);
     await s2.close();
