@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePorts, type Proc, sleep, startProcess } from './proc.ts';
-import { GENEROUS, ROOT, type Rota, scrape, sumMetric } from './rota.ts';
+import { benchEnv, ROOT, type Rota, scrape, sumMetric } from './rota.ts';
 
 /**
  * Rota as `npm start` runs it once built: `node --max-semi-space-size=16 --expose-gc --heap-growing-percent=50
@@ -22,23 +22,12 @@ export interface ProdOptions {
 }
 
 export async function startRotaProd(o: ProdOptions): Promise<Rota> {
-  const [port, proxyPort, socksPort] = await freePorts(3);
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROTA_')));
-  const env = {
-    ...inherited,
-    NODE_ENV: 'production',
-    ROTA_HOST: '127.0.0.1',
-    ROTA_PORT: String(port),
+  const [port = 0, proxyPort, socksPort] = await freePorts(3);
+  const env = benchEnv(port, {
     ROTA_PROXY_PORT: String(proxyPort),
     ROTA_SOCKS_PORT: String(socksPort),
-    ROTA_REQUIRE_AUTH: 'false',
-    ROTA_SSRF_ALLOW: '127.0.0.0/8',
-    ROTA_RATE_LIMIT: GENEROUS,
-    ROTA_RATE_LIMIT_REQUEST: GENEROUS,
-    ROTA_RATE_LIMIT_ADD_PROXY: GENEROUS,
-    ROTA_RATE_LIMIT_HEALTH_CHECK: GENEROUS,
     ...o.env,
-  };
+  });
   const t0 = performance.now();
   const proc = startProcess(`rota-${o.name}`, process.execPath, [...o.flags, o.script ?? 'dist/main.js'], {
     cwd: ROOT,

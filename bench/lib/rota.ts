@@ -33,15 +33,16 @@ export const GROWTH_FLAG = '--heap-growing-percent=50';
 export const START_FLAGS = ['--max-semi-space-size=16', '--expose-gc', GROWTH_FLAG] as const;
 
 /**
- * Starts Rota the way `npm start` does (`bash scripts/with-node.sh node <START_FLAGS> dist/main.js`, the
- * production build, which bench/run.ts makes once before the workloads; with-node execs node, so the
- * pid is Rota's own) in production mode: memory store unless ROTA_STORAGE_PATH is given,
- * auth off, loopback targets allowed (ROTA_SSRF_ALLOW), every rate limit generous.
+ * The environment every workload starts Rota with: the harness's own minus any ROTA_*, production mode,
+ * loopback, auth off, loopback targets allowed, every rate limit generous; `extra` last.
  */
-export async function startRota(o: RotaOptions): Promise<Rota> {
-  const port = await freePort();
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROTA_')));
-  const env = {
+export function benchEnv(port: number, extra: Readonly<Record<string, string>> = {}): Record<string, string> {
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(
+      (kv): kv is [string, string] => !kv[0].startsWith('ROTA_') && kv[1] !== undefined,
+    ),
+  );
+  return {
     ...inherited,
     NODE_ENV: 'production',
     ROTA_HOST: '127.0.0.1',
@@ -52,8 +53,19 @@ export async function startRota(o: RotaOptions): Promise<Rota> {
     ROTA_RATE_LIMIT_REQUEST: GENEROUS,
     ROTA_RATE_LIMIT_ADD_PROXY: GENEROUS,
     ROTA_RATE_LIMIT_HEALTH_CHECK: GENEROUS,
-    ...o.env,
+    ...extra,
   };
+}
+
+/**
+ * Starts Rota the way `npm start` does (`bash scripts/with-node.sh node <START_FLAGS> dist/main.js`, the
+ * production build, which bench/run.ts makes once before the workloads; with-node execs node, so the
+ * pid is Rota's own) in production mode: memory store unless ROTA_STORAGE_PATH is given,
+ * auth off, loopback targets allowed (ROTA_SSRF_ALLOW), every rate limit generous.
+ */
+export async function startRota(o: RotaOptions): Promise<Rota> {
+  const port = await freePort();
+  const env = benchEnv(port, o.env);
   const t0 = performance.now();
   const args = ['scripts/with-node.sh', 'node', ...START_FLAGS, ...(o.nodeFlags ?? []), 'dist/main.js'];
   const proc = startProcess(
