@@ -10,27 +10,13 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { SourceView } from '../src/sources/manager.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { listen, SocketTracker, stop } from './fixtures/server.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { json, makeApp, type TestApp } from './helpers/app.ts';
 import { closedPort as refusingPort } from './helpers/real-proxies.ts';
 import { startServer } from './helpers/server.ts';
-
-interface SourceView {
-  name: string;
-  url: string;
-  format: string;
-  protocol: string;
-  refresh_s: number;
-  validate: boolean;
-  last_fetch_at: string | null;
-  last_count: number | null;
-  last_added: number | null;
-  last_invalid: number | null;
-  last_rejected: number | null;
-  last_error: string | null;
-}
 
 interface Item {
   id: string;

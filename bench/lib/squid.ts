@@ -31,12 +31,12 @@ export async function ensureSquid(log: (m: string) => void): Promise<void> {
 
 /**
  * squid as a plain forward proxy that keeps connections alive on both sides and does nothing else: no
- * cache, no access log, no pinger, no Via/X-Forwarded-For. One process, `count` listening ports, so that
- * a gateway sees `count` distinct proxies.
+ * cache, no access log, no pinger, no Via/X-Forwarded-For. `listen` are the lines that say where it
+ * listens (and anything tied to its ports); the rest is common to every squid the benchmarks run.
  */
-function config(dir: string, ports: readonly number[]): string {
+function config(dir: string, listen: readonly string[]): string {
   return [
-    ...ports.map((p) => `http_port 127.0.0.1:${p}`),
+    ...listen,
     'http_access allow localhost',
     'http_access deny all',
     'cache deny all',
@@ -58,13 +58,22 @@ function config(dir: string, ports: readonly number[]): string {
   ].join('\n');
 }
 
-export async function startSquid(workDir: string, count: number): Promise<Squid> {
-  const dir = join(workDir, 'squid');
+/**
+ * Starts one squid in `workDir/name` listening on `ports` (the `listen` lines built from them), and
+ * waits until every port accepts connections.
+ */
+export async function launchSquid(
+  workDir: string,
+  name: string,
+  count: number,
+  listen: (ports: readonly number[]) => readonly string[],
+): Promise<Squid> {
+  const dir = join(workDir, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const ports = await freePorts(count);
   const conf = join(dir, 'squid.conf');
-  writeFileSync(conf, config(dir, ports));
+  writeFileSync(conf, config(dir, listen(ports)));
   // Run as root, squid drops to its cache_effective_user (Debian: proxy), which must own its files.
   if (process.getuid?.() === 0) {
     const id = await run('id', ['-u', 'proxy']);
@@ -73,8 +82,8 @@ export async function startSquid(workDir: string, count: number): Promise<Squid>
   }
   const v = await run(SQUID, ['-v']);
   const version = /Version (\S+)/.exec(v.stdout)?.[1] ?? 'unknown';
-  const proc = startProcess('squid', SQUID, ['-N', '-f', conf], {
-    logPath: join(workDir, 'logs', 'squid.log'),
+  const proc = startProcess(name, SQUID, ['-N', '-f', conf], {
+    logPath: join(workDir, 'logs', `${name}.log`),
   });
   const deadline = Date.now() + 15_000;
   for (const port of ports) {
@@ -89,4 +98,9 @@ export async function startSquid(workDir: string, count: number): Promise<Squid>
     }
   }
   return { ports, proc, version };
+}
+
+/** One squid process, `count` listening ports, so that a gateway sees `count` distinct proxies. */
+export function startSquid(workDir: string, count: number): Promise<Squid> {
+  return launchSquid(workDir, 'squid', count, (ports) => ports.map((p) => `http_port 127.0.0.1:${p}`));
 }
