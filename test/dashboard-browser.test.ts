@@ -14,9 +14,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
   api,
   assertOffline,
-  CHROMIUM,
   CSP_LISTENER,
-  launchChromium,
   listProxies,
   proxyId,
   rowOf,
@@ -31,7 +29,14 @@ import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.t
 import { type RawFixture, startResetter } from './fixtures/misbehaving.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { GENEROUS_LIMITS } from './helpers/app.ts';
-import { type RunningRota, spawnRota, startTrapProxy, type TrapProxy } from './helpers/browser.ts';
+import {
+  CHROMIUM,
+  launchChromium,
+  type RunningRota,
+  spawnRota,
+  startTrapProxy,
+  type TrapProxy,
+} from './helpers/browser.ts';
 
 const SKIP = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (scripts/system-deps.sh installs it)`;
 const OUT = new URL('../test-output/', import.meta.url);
@@ -77,7 +82,7 @@ describe('dashboard in headless Chromium', { skip: SKIP }, () => {
     for (const p of [...good, resetter]) {
       assert.equal((await api(rota.base, 'POST', '/api/v1/proxies', { url: urlOf(p.port) })).status, 201);
     }
-    browser = await launchChromium(sink);
+    browser = await launchChromium(sink.server);
     // Everything the page tries to fetch off loopback lands in pageTrap.
     context = await browser.newContext({
       viewport: { width: 1280, height: 800 },

@@ -4,34 +4,13 @@
  * errors and every URL requested, a traffic loop of `POST /api/v1/request`, and small API calls.
  */
 import assert from 'node:assert/strict';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import type { TrapProxy } from './helpers/browser.ts';
-import { DISABLED_FEATURES } from './helpers/browser.ts';
-
-export const CHROMIUM = '/usr/bin/chromium';
 
 /** Logged by the page itself, so that violations show up even when reported only as events. */
 export const CSP_LISTENER = `document.addEventListener('securitypolicyviolation', (e) => {
   console.error('CSP violation: ' + e.violatedDirective + ' blocked ' + e.blockedURI);
 });`;
-
-export function launchChromium(sink: TrapProxy): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      `--disable-features=${DISABLED_FEATURES}`,
-      `--proxy-server=${sink.server}`,
-    ],
-  });
-}
 
 export interface Watched {
   /** Every URL the page requested. */

@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
-  DISABLED_FEATURES,
+  CHROMIUM,
+  launchChromium,
   type RunningRota,
   spawnRota,
   startTrapProxy,
   type TrapProxy,
 } from './helpers/browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SKIP = existsSync(CHROMIUM)
   ? false
   : `${CHROMIUM} is missing: scripts/system-deps.sh could not install Debian's chromium on this machine`;
@@ -107,23 +107,9 @@ describe('docs in headless Chromium, offline', { skip: SKIP }, () => {
       startTrapProxy(),
       startTrapProxy(),
     ]);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        `--disable-features=${DISABLED_FEATURES}`,
-        // Chromium's own background traffic (updates, sign-in) is not the docs' doing; it goes to a sink
-        // so that nothing leaves the machine, and is not asserted on.
-        `--proxy-server=${browserSink.server}`,
-      ],
-    });
+    // Chromium's own background traffic (updates, sign-in) is not the docs' doing; it goes to a sink so
+    // that nothing leaves the machine, and is not asserted on.
+    browser = await launchChromium(browserSink.server);
     // Everything the pages (and their workers) try to fetch off loopback lands in pageTrap.
     context = await browser.newContext({
       viewport: { width: 1280, height: 900 },

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
+import { type Browser, chromium } from 'playwright-core';
 import { startServer } from './server.ts';
 
 export interface RunningRota {
@@ -83,3 +84,28 @@ export const DISABLED_FEATURES = [
   'PreconnectToSearch',
   'AutofillServerCommunication',
 ].join(',');
+
+/** Debian's Chromium, which scripts/system-deps.sh installs. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * Headless Chromium as every browser test runs it: quiet on start-up, and with `proxyServer` (a trap
+ * proxy, or Rota itself) as its proxy, so that nothing it does leaves the machine.
+ */
+export function launchChromium(proxyServer: string): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      `--disable-features=${DISABLED_FEATURES}`,
+      `--proxy-server=${proxyServer}`,
+    ],
+  });
+}

@@ -1,16 +1,14 @@
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import https from 'node:https';
-import { type Browser, type BrowserContext, chromium } from 'playwright-core';
+import type { Browser, BrowserContext } from 'playwright-core';
 import type { TlsMaterial } from '../fixtures/certs.ts';
-import { DISABLED_FEATURES, startTrapProxy, type TrapProxy } from './browser.ts';
+import { CHROMIUM, launchChromium, startTrapProxy, type TrapProxy } from './browser.ts';
 
 /**
  * Headless Chromium (Debian's, driven by playwright-core) as a client of a forward proxy, and a small
  * HTTPS site for it to load.
  */
-
-const CHROMIUM = '/usr/bin/chromium';
 
 export interface Site {
   readonly origin: string;
@@ -99,21 +97,7 @@ export async function launchProxiedBrowser(): Promise<ProxiedBrowser> {
   const sink: TrapProxy = await startTrapProxy();
   let browser: Browser;
   try {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-        `--disable-features=${DISABLED_FEATURES}`,
-        `--proxy-server=${sink.server}`,
-      ],
-    });
+    browser = await launchChromium(sink.server);
   } catch (err) {
     await sink.close();
     throw err;
