@@ -84,7 +84,13 @@ async function main(): Promise<void> {
   await mkdir(ASSETS, { recursive: true });
   const require = createRequire(join(ROOT, 'package.json'));
   await copyFile(require.resolve('redoc/bundles/redoc.standalone.js'), join(ASSETS, 'redoc.standalone.js'));
-  process.stderr.write(`build: dist/main.js (${((await stat(OUT)).size / 1024).toFixed(0)} KiB)\n`);
+  const chunks = await readdir(join(ROOT, 'dist', 'chunks'));
+  let bytes = (await stat(OUT)).size;
+  for (const c of chunks.filter((n) => n.endsWith('.js')))
+    bytes += (await stat(join(ROOT, 'dist', 'chunks', c))).size;
+  process.stderr.write(
+    `build: dist/main.js (${(bytes / 1024).toFixed(0)} KiB with its ${chunks.length / 2} chunks)\n`,
+  );
 }
 
 /** The dashboard's bundle (web/ → web/dist), served by the same process: built when stale. */

@@ -4,8 +4,8 @@ import { freePorts, type Proc, sleep, startProcess } from './proc.ts';
 import { benchEnv, ROOT, type Rota, scrape, sumMetric } from './rota.ts';
 
 /**
- * Rota as `npm start` runs it once built: `node --max-semi-space-size=16 --expose-gc --heap-growing-percent=50
- * dist/main.js` (package.json "start"), spawned directly (no scripts/with-node.sh, no build check, so the
+ * Rota as `npm start` runs it once built: `node dist/main.js` (package.json "start"; it re-executes
+ * itself with its Node flags, src/lib/node-flags.ts), spawned directly (no scripts/with-node.sh, no build check, so the
  * time to ready is Rota's own), with the set-up of the other workloads (production mode, auth off,
  * loopback targets allowed, generous limits) and both listeners on free ports, as `npm start` has them.
  */
@@ -14,8 +14,11 @@ export { GROWTH_FLAG, START_FLAGS } from './rota.ts';
 export interface ProdOptions {
   readonly name: string;
   readonly workDir: string;
-  /** Node flags; START_FLAGS for the production command. */
-  readonly flags: readonly string[];
+  /**
+   * 'own': no flags, Rota gives itself its own (as `npm start`, the re-exec counted in the start-up
+   * time). A list: exactly these flags (ROTA_NODE_FLAGS=off), for the variants that compare them.
+   */
+  readonly flags: readonly string[] | 'own';
   /** dist/main.js (default), or src/main.ts for the sources as the other workloads run them. */
   readonly script?: string;
   readonly env?: Readonly<Record<string, string>>;
@@ -26,14 +29,20 @@ export async function startRotaProd(o: ProdOptions): Promise<Rota> {
   const env = benchEnv(port, {
     ROTA_PROXY_PORT: String(proxyPort),
     ROTA_SOCKS_PORT: String(socksPort),
+    ...(o.flags === 'own' ? {} : { ROTA_NODE_FLAGS: 'off' }),
     ...o.env,
   });
   const t0 = performance.now();
-  const proc = startProcess(`rota-${o.name}`, process.execPath, [...o.flags, o.script ?? 'dist/main.js'], {
-    cwd: ROOT,
-    env,
-    logPath: join(o.workDir, 'logs', `rota-${o.name}.log`),
-  });
+  const proc = startProcess(
+    `rota-${o.name}`,
+    process.execPath,
+    [...(o.flags === 'own' ? [] : o.flags), o.script ?? 'dist/main.js'],
+    {
+      cwd: ROOT,
+      env,
+      logPath: join(o.workDir, 'logs', `rota-${o.name}.log`),
+    },
+  );
   const base = `http://127.0.0.1:${port}`;
   for (;;) {
     if (proc.hasExited())

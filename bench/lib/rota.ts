@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { NODE_FLAGS } from '../../src/lib/node-flags.ts';
 import { freePort, type Proc, sleep, startProcess } from './proc.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -27,10 +28,10 @@ export interface RotaOptions {
   readonly nofile?: number;
 }
 
-/** npm start's old-generation growth cap (package.json "start"; workload 11 has the trade-off). */
+/** Rota's old-generation growth cap (src/lib/node-flags.ts; workload 11 has the trade-off). */
 export const GROWTH_FLAG = '--heap-growing-percent=50';
-/** npm start's Node flags (package.json "start"). */
-export const START_FLAGS = ['--max-semi-space-size=16', '--expose-gc', GROWTH_FLAG] as const;
+/** The Node flags Rota gives itself (src/lib/node-flags.ts re-executes the process with them). */
+export const START_FLAGS: readonly string[] = NODE_FLAGS;
 
 /**
  * The environment every workload starts Rota with: the harness's own minus any ROTA_*, production mode,
@@ -58,16 +59,16 @@ export function benchEnv(port: number, extra: Readonly<Record<string, string>> =
 }
 
 /**
- * Starts Rota the way `npm start` does (`bash scripts/with-node.sh node <START_FLAGS> dist/main.js`, the
- * production build, which bench/run.ts makes once before the workloads; with-node execs node, so the
- * pid is Rota's own) in production mode: memory store unless ROTA_STORAGE_PATH is given,
+ * Starts Rota the way `npm start` does (`bash scripts/with-node.sh node dist/main.js`, the production
+ * build, which bench/run.ts makes once before the workloads; with-node execs node and Rota re-executes
+ * itself with its Node flags, so the pid is Rota's own) in production mode: memory store unless ROTA_STORAGE_PATH is given,
  * auth off, loopback targets allowed (ROTA_SSRF_ALLOW), every rate limit generous.
  */
 export async function startRota(o: RotaOptions): Promise<Rota> {
   const port = await freePort();
   const env = benchEnv(port, o.env);
   const t0 = performance.now();
-  const args = ['scripts/with-node.sh', 'node', ...START_FLAGS, ...(o.nodeFlags ?? []), 'dist/main.js'];
+  const args = ['scripts/with-node.sh', 'node', ...(o.nodeFlags ?? []), 'dist/main.js'];
   const proc = startProcess(
     `rota-${o.name}`,
     'bash',

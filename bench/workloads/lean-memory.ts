@@ -73,7 +73,7 @@ async function attempt<T>(ctx: Ctx, what: string, f: () => Promise<T>): Promise<
 async function once(
   ctx: Ctx,
   name: string,
-  flags: readonly string[],
+  flags: readonly string[] | 'own',
   o: { script?: string; env?: Record<string, string> } = {},
 ) {
   const rota = await startRotaProd({ name, workDir: ctx.workDir, flags, ...o });
@@ -94,7 +94,7 @@ async function starts(ctx: Ctx, name: string, env: Record<string, string>, notes
   await waitForQuiet(ctx.quick ? 0 : 120, ctx.log);
   const watch = new ForeignCpuWatch(ourTree);
   for (let i = 0; i < STARTS; i++) {
-    const rota = await startRotaProd({ name, workDir: ctx.workDir, flags: START_FLAGS, env });
+    const rota = await startRotaProd({ name, workDir: ctx.workDir, flags: 'own', env });
     try {
       readyMs.push(rota.readyMs);
       idles.push(await idleOf(rota));
@@ -143,7 +143,7 @@ export async function measureMemory(ctx: Ctx, notes: string[]): Promise<MemoryFi
   const source = await attempt(ctx, 'sources', () => once(ctx, 'lean-src', [], { script: 'src/main.ts' }));
   const emptyDb = join(dir, 'empty.db');
   const sqliteEmpty = await attempt(ctx, 'empty SQLite', () =>
-    once(ctx, 'lean-sqlite-empty', START_FLAGS, { env: { ROTA_STORAGE_PATH: emptyDb } }),
+    once(ctx, 'lean-sqlite-empty', 'own', { env: { ROTA_STORAGE_PATH: emptyDb } }),
   );
   const sqliteFull = await attempt(ctx, `start-up with ${ctx.scaleProxies} proxies`, async () => {
     const db = await populatedDatabase(ctx.workDir, ctx.scaleProxies, ctx.log);

@@ -64,7 +64,10 @@ function idleTable(ctx: Ctx, m: MemoryFigures): string {
     [
       idleRow("empty Node process (`node -e 'setInterval(()=>{},1e9)'`)", m.bare),
       idleRow(`Rota, \`npm start\` command, empty pool (median of ${STARTS})`, idleOfStarts(m.prod)),
-      idleRow('Rota, `node dist/main.js` (no semi-space cap, no --expose-gc: no heap trimmer)', m.noFlag),
+      idleRow(
+        'Rota, `ROTA_NODE_FLAGS=off node dist/main.js` (no semi-space cap, no --expose-gc: no heap trimmer)',
+        m.noFlag,
+      ),
       idleRow('Rota, `npm start` flags plus --enable-source-maps', m.sourceMaps),
       idleRow('Rota, `node src/main.ts` (type stripping, as `npm run dev` runs it)', m.source),
       idleRow('Rota, `npm start` command, empty SQLite file', m.sqliteEmpty),
@@ -173,7 +176,7 @@ function installTable(i: Outcome<InstallSize>, b: Outcome<Build>): string {
       ['largest packages on disk, MB', v.largest.map((p) => `${p.name} ${fmt(p.mb, 1)}`).join(', ')],
       ['time, s', fmt(v.seconds, 1)],
       [
-        'dist/main.js (the bundle npm start runs, not in node_modules), KB',
+        'dist/main.js and its chunks (the bundle npm start runs, not in node_modules), KB',
         show(
           get(b, (x) => x.distKb),
           0,
@@ -189,7 +192,8 @@ function intro(ctx: Ctx, b: Outcome<Build>): string[] {
     'Command: `npm run bench -- --only=lean` (part of `npm run bench`). Rota is measured as `npm start` runs',
     'it: `node scripts/build.ts` (this run ' +
       built +
-      '), then `node --max-semi-space-size=16 --expose-gc --heap-growing-percent=50 dist/main.js`,',
+      '), then `node dist/main.js`, which re-executes itself with `--max-semi-space-size=16 --expose-gc',
+    '--heap-growing-percent=50` (src/lib/node-flags.ts; the re-exec is part of the start-up time),',
     "spawned directly so that start-up is Rota's own (the wrapper and build check are timed apart),",
     'NODE_ENV=production, memory store unless said, listeners on free ports, the set-up of workloads 1-7.',
     'Memory is read 3 s after /ready: RSS split from /proc/<pid>/smaps_rollup (anonymous vs file-backed',

@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Ctx } from '../lib/context.ts';
 import { type InstallSize, productionInstall } from '../lib/install-size.ts';
@@ -27,7 +27,15 @@ async function build(ctx: Ctx): Promise<Outcome<Build>> {
     ctx.log(`  lean: node scripts/build.ts failed: ${r.stderr.slice(-500)}`);
     return { ok: false, reason: `node scripts/build.ts failed: ${r.stderr.trim().split('\n').at(-1) ?? ''}` };
   }
-  const distKb = statSync(join(ROOT, 'dist', 'main.js')).size / 1024;
+  // dist/main.js is the entry; the server and the stores are chunks it imports.
+  const chunks = join(ROOT, 'dist', 'chunks');
+  const files = [
+    join(ROOT, 'dist', 'main.js'),
+    ...readdirSync(chunks)
+      .filter((n) => n.endsWith('.js'))
+      .map((n) => join(chunks, n)),
+  ];
+  const distKb = files.reduce((kb, f) => kb + statSync(f).size / 1024, 0);
   return { ok: true, value: { distKb, rebuilt: r.stderr.includes('build: dist/main.js') } };
 }
 

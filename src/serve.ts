@@ -1,0 +1,128 @@
+import cluster from 'node:cluster';
+import ipaddr from 'ipaddr.js';
+import pino from 'pino';
+import { buildApp } from './app.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
+import { processHeapTrimmer } from './lib/heap-trim.ts';
+import { createServices } from './services.ts';
+import { clusterRenderer, isWorker } from './workers/metrics-ipc.ts';
+import { runPrimary } from './workers/primary.ts';
+
+function loadOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      for (const p of e.problems) process.stderr.write(`CONFIGURATION_ERROR ${p}\n`);
+      process.exit(2);
+    }
+    throw e;
+  }
+}
+
+export function createLogger(level: string) {
+  return pino(
+    {
+      level,
+      base: { service: 'rota' },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      redact: {
+        paths: [
+          'req.headers.authorization',
+          'req.headers["x-api-key"]',
+          'req.headers.cookie',
+          'req.headers["proxy-authorization"]',
+          '*.password',
+          '*.api_key',
+          '*.apiKey',
+          '*.token',
+          '*.authorization',
+          '*.cookie',
+          '*["x-api-key"]',
+          '*["proxy-authorization"]',
+        ],
+        censor: '[REDACTED]',
+      },
+    },
+    // Asynchronous, batched writes: lines collect until 4 KiB (about fifteen request lines) or 200 ms,
+    // whichever comes first, so a busy gateway pays one write(2) per batch instead of one per request,
+    // and a quiet one still shows a line within 200 ms. The batch is flushed when the process exits.
+    pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 200 }),
+  );
+}
+
+async function main(): Promise<void> {
+  const config = loadOrExit();
+  if (config.workers > 1 && cluster.isPrimary) {
+    runPrimary(config, (line) => process.stderr.write(`${line}\n`));
+    return;
+  }
+  const logger = createLogger(config.logLevel);
+  const services = await createServices(config, logger);
+  if (isWorker()) services.prom.setRenderer(clusterRenderer(services.prom.registry));
+  const app = await buildApp(services, config);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    // Refuse new work, let in-flight requests finish, then close storage (flushes SQLite).
+    const force = setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, 15_000);
+    force.unref();
+    try {
+      // The API and the listeners stop accepting together; open tunnels get up to 10 s (services.close).
+      await Promise.all([app.close(), services.listeners.close()]);
+      await services.close();
+    } finally {
+      logger.flush();
+      process.exit(0);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+
+  await app.listen({ host: config.host, port: config.port });
+  try {
+    await services.listeners.start();
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    process.stderr.write(
+      `LISTENER_ERROR cannot listen on ROTA_PROXY_PORT ${config.proxyPort} / ROTA_SOCKS_PORT ${config.socksPort}: ${String(code ?? err)}\n`,
+    );
+    process.exit(2);
+  }
+  // Start-up's garbage and an idle young generation go back to the system in the first quiet second.
+  processHeapTrimmer().start();
+  if (!config.requireAuth && !isLoopback(config.host)) {
+    logger.warn(
+      { host: config.host },
+      'authentication is off on a non-loopback address: Rota is an open relay',
+    );
+  }
+}
+
+/** Only a loopback listener is private by construction; a name other than localhost may resolve anywhere. */
+function isLoopback(host: string): boolean {
+  if (host.toLowerCase() === 'localhost') return true;
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (!ipaddr.isValid(bare)) return false;
+  const a = ipaddr.parse(bare);
+  const v4 =
+    a.kind() === 'ipv6' && (a as ipaddr.IPv6).isIPv4MappedAddress() ? (a as ipaddr.IPv6).toIPv4Address() : a;
+  return v4.range() === 'loopback';
+}
+
+main().catch((err: unknown) => {
+  // Errors with a stable code (storage key, migrations) are operator errors: say what, not where.
+  const code = (err as { code?: unknown } | null)?.code;
+  if (err instanceof Error && typeof code === 'string' && code.startsWith('STORAGE_')) {
+    process.stderr.write(`${code} ${err.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`fatal: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});
