@@ -32,6 +32,10 @@ COPY package.json package-lock.json ./
 RUN --mount=type=secret,id=npm_ca \
     if [ -s /run/secrets/npm_ca ]; then export NODE_EXTRA_CA_CERTS=/run/secrets/npm_ca; fi; \
     npm ci --omit=dev --no-audit --no-fund || npm install --omit=dev --no-audit --no-fund
+# better-sqlite3 ships the SQLite sources and prebuilt add-ons for eight platforms (~27 MB): only the
+# add-on this platform loads goes on (~2 MB), checked to open a database (scripts/prune-native.ts).
+COPY scripts/prune-native.ts ./scripts/prune-native.ts
+RUN node scripts/prune-native.ts && rm -r scripts
 
 # --- build: full install and a type check, so a broken tree never becomes an image ---
 FROM deps AS build
@@ -65,5 +69,5 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ROTA_PORT||8000)+'/api/v1/health',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
-# Young-generation cap chosen by measurement (BENCHMARKS.md): the same flags as `npm start`.
-CMD ["node", "--max-semi-space-size=16", "--expose-gc", "--heap-growing-percent=50", "dist/main.js"]
+# Rota gives itself its heap flags (src/lib/node-flags.ts re-executes the process with them, same pid).
+CMD ["node", "dist/main.js"]

@@ -16,7 +16,8 @@
 #      (ROTA_CHECK_REBUILD_BASE=1 rebuilds it).
 #   1. Builds the Dockerfile (--format docker, so that HEALTHCHECK is kept) with NODE_IMAGE pointing at
 #      the base; the machine's npm CA file, if any, goes in as the build secret npm_ca.
-#   2. Checks the image: runs as node (1000), /app root-owned and not writable, /data owned by node.
+#   2. Checks the image: runs as node (1000), /app root-owned and not writable, /data owned by node;
+#      PID 1 has re-executed itself with Rota's heap flags.
 #   3. Runs it on a named volume and a free loopback port: health 200, HEALTHCHECK passes, /docs and
 #      /redoc 200; adds a proxy with a password, stops with SIGTERM (prompt, exit 0), starts a new
 #      container on the same volume and finds the proxy again; the password is in no response or log.
@@ -349,6 +350,10 @@ check "HEALTHCHECK command run by hand" 0 "$(podman exec -e "HC=$hc" "$PREFIX-1"
   const t = JSON.parse(process.env.HC);
   const r = require("node:child_process").spawnSync(t[1], t.slice(2), { stdio: "ignore" });
   console.log(t[0] === "CMD" ? r.status : "not CMD: " + t[0]);')"
+# CMD is plain `node dist/main.js`: Rota re-executes itself with its heap flags (src/lib/node-flags.ts),
+# staying PID 1 so that SIGTERM still reaches it.
+check "PID 1 runs with Rota's heap flags" "/usr/local/bin/node --max-semi-space-size=16 --expose-gc --heap-growing-percent=50 /app/dist/main.js" \
+  "$(podman exec "$PREFIX-1" sh -c 'tr "\0" " " </proc/1/cmdline | sed "s/ $//"')"
 check "GET /docs" 200 "$(http_code "http://127.0.0.1:$port/docs")"
 check "GET /redoc" 200 "$(http_code "http://127.0.0.1:$port/redoc")"
 check "data files" "rota.db rota.db.key" "$(podman exec "$PREFIX-1" sh -c 'cd /data && ls rota.db rota.db.key | tr "\n" " " | sed "s/ $//"')"
@@ -472,6 +477,11 @@ fi
 # ---------------------------------------------------------------------------------------------- 5. size
 step "5. image size"
 podman images --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E "^($IMAGE|$BASE_IMAGE)  " || true
+# What Rota adds on top of the base (node_modules, dist, web/dist, package files): at most 60 MB (issue 14).
+app_bytes=$(($(podman image inspect --format '{{.Size}}' "$IMAGE") - $(podman image inspect --format '{{.Size}}' "$BASE_IMAGE")))
+app_mb="$(awk -v b="$app_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')"
+echo "app layers: $app_mb MB"
+check "app layers at most 60 MB" yes "$(awk -v b="$app_bytes" 'BEGIN { print (b <= 60e6 ? "yes" : "no (" b / 1e6 " MB)") }')"
 
 printf '\n'
 if [ "$failures" -gt 0 ]; then
