@@ -25,6 +25,9 @@ export interface GatewayRun {
 
 export type Variant = 'semi16' | 'semi8' | 'semi32' | 'unset' | 'nogrow' | 'w2' | 'w3' | 'w3nogrow';
 
+/** Rota's heap flags that apply to any Node process (--expose-gc only serves Rota's trimmer). */
+const RELAY_HEAP_FLAGS = START_FLAGS.filter((f) => f !== '--expose-gc');
+
 /** npm start's flags without the old-generation growth cap: V8's own heap growing. */
 const NO_GROWTH_CAP = START_FLAGS.filter((f) => f !== GROWTH_FLAG);
 
@@ -44,6 +47,9 @@ export interface LoadFigures {
   readonly directBefore: Outcome<GatewayRun>;
   readonly directAfter: Outcome<GatewayRun>;
   readonly relay: Outcome<GatewayRun>;
+  /** The bare relay under load 3, with Rota's heap flags and with V8's defaults. */
+  readonly relayW3: Outcome<GatewayRun>;
+  readonly relayW3Default: Outcome<GatewayRun>;
   readonly rota: ReadonlyMap<Variant, Outcome<GatewayRun>>;
 }
 
@@ -87,14 +93,20 @@ async function direct(ctx: Ctx): Promise<GatewayRun> {
   return { w, peakMb: 0, cpu: cpu.stop(w.requests) };
 }
 
-/** bench/reference/relay.ts, started as workload 7 starts it. */
-async function relay(ctx: Ctx): Promise<GatewayRun> {
+/**
+ * bench/reference/relay.ts, started as workload 7 starts it (load 1), or under load 3 with Node flags:
+ * Rota's heap flags or none, for the floor of a Node gateway's peak RSS with 1 MiB answers.
+ */
+async function relay(
+  ctx: Ctx,
+  o: { flags: readonly string[]; conns: number; big: boolean },
+): Promise<GatewayRun> {
   const ports = ctx.squid?.ports ?? [];
   const port = await freePort();
   const proc = startProcess(
     'lean-relay',
     process.execPath,
-    [join(ROOT, 'bench', 'reference', 'relay.ts'), String(port), ports.join(',')],
+    [...o.flags, join(ROOT, 'bench', 'reference', 'relay.ts'), String(port), ports.join(',')],
     {
       logPath: join(ctx.workDir, 'logs', 'lean-relay.log'),
     },
@@ -106,7 +118,7 @@ async function relay(ctx: Ctx): Promise<GatewayRun> {
         throw new Error(`the relay did not start: see ${proc.logPath}`);
       await sleep(20);
     }
-    return await measureGateway(ctx, `http://127.0.0.1:${port}`, proc.pid, 50, false);
+    return await measureGateway(ctx, `http://127.0.0.1:${port}`, proc.pid, o.conns, o.big);
   } finally {
     await proc.stop();
   }
@@ -145,18 +157,34 @@ async function one(
 export async function measureLoad(ctx: Ctx, notes: string[]): Promise<LoadFigures> {
   if (!ctx.squid) {
     const failed = { ok: false as const, reason: `squid: ${ctx.squidError}` };
-    return { directBefore: failed, directAfter: failed, relay: failed, rota: new Map() };
+    return {
+      directBefore: failed,
+      directAfter: failed,
+      relay: failed,
+      relayW3: failed,
+      relayW3Default: failed,
+      rota: new Map(),
+    };
   }
   ctx.log(
-    `  lean: direct, relay, Rota (npm start), direct; then semi-space 8, 32, unset, no growth cap; loads 2 and 3 (and 3 without the cap) (${ctx.loadS} s each)`,
+    `  lean: direct, relay, Rota (npm start), direct; then semi-space 8, 32, unset, no growth cap; loads 2 and 3 (and 3 without the cap); the bare relay under load 3 (${ctx.loadS} s each)`,
   );
   const directBefore = await one(ctx, 'direct path (before)', notes, () => direct(ctx));
-  const relayRun = await one(ctx, 'bare relay', notes, () => relay(ctx));
+  const relayRun = await one(ctx, 'bare relay', notes, () =>
+    relay(ctx, { flags: [], conns: 50, big: false }),
+  );
   const rotaRuns = new Map<Variant, Outcome<GatewayRun>>();
   rotaRuns.set('semi16', await one(ctx, 'Rota, npm start', notes, () => rota(ctx, 'semi16')));
   const directAfter = await one(ctx, 'direct path (after)', notes, () => direct(ctx));
   for (const v of ['semi8', 'semi32', 'unset', 'nogrow', 'w2', 'w3', 'w3nogrow'] as const) {
     rotaRuns.set(v, await one(ctx, `Rota, ${v}`, notes, () => rota(ctx, v)));
   }
-  return { directBefore, directAfter, relay: relayRun, rota: rotaRuns };
+  const w3 = { conns: VARIANTS.w3.conns, big: true };
+  const relayW3 = await one(ctx, 'bare relay, load 3', notes, () =>
+    relay(ctx, { ...w3, flags: RELAY_HEAP_FLAGS }),
+  );
+  const relayW3Default = await one(ctx, 'bare relay, load 3, V8 defaults', notes, () =>
+    relay(ctx, { ...w3, flags: [] }),
+  );
+  return { directBefore, directAfter, relay: relayRun, relayW3, relayW3Default, rota: rotaRuns };
 }

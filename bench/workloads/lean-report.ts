@@ -159,6 +159,8 @@ function loadTable(l: LoadFigures): string {
       loadRow(TITLES[v], l.rota.get(v), d, true),
     ),
     ...(['w2', 'w3', 'w3nogrow'] as const).map((v) => loadRow(TITLES[v], l.rota.get(v), d, false)),
+    loadRow("bare relay, load 3, Rota's heap flags (no --expose-gc)", l.relayW3, d, false),
+    loadRow('bare relay, load 3, V8 defaults', l.relayW3Default, d, false),
   ];
   return mdTable(head, rows);
 }

@@ -170,6 +170,25 @@ export function breakdown(ctx: Ctx, r: LeanResults): string[] {
 
 /** Under the load table: where the CPU and throughput targets stand against the bare relay. */
 export function loadBreakdown(r: LeanResults): string[] {
+  return [...load1Breakdown(r), ...load3Floor(r)];
+}
+
+/** Load 3's peak RSS against the bare relay's under the same load: the runtime's floor for it. */
+function load3Floor(r: LeanResults): string[] {
+  const rota = r.load.rota.get('w3');
+  const { relayW3, relayW3Default } = r.load;
+  if (!rota?.ok || !relayW3.ok) return [];
+  const gw = (x: GatewayRun) => x.cpu.perCallUs.gateway ?? Number.NaN;
+  const dflt = relayW3Default.ok ? ` (${fmt(relayW3Default.value.peakMb, 1)} MB with V8's defaults)` : '';
+  return [
+    `Under load 3 (1 MiB answers, 10 connections) the bare relay peaks at ${fmt(relayW3.value.peakMb, 1)} MB of RSS ` +
+      `with Rota's heap flags${dflt}, at ${fmt(gw(relayW3.value), 0)} µs of CPU per call; Rota peaks at ` +
+      `${fmt(rota.value.peakMb, 1)} MB at ${fmt(gw(rota.value), 0)} µs: the peak comes with the load itself ` +
+      '(10 answers of 1 MiB in flight, each read, decoded and JSON-encoded), as much for a minimal Node gateway as for Rota.',
+  ];
+}
+
+function load1Breakdown(r: LeanResults): string[] {
   const relay = r.load.relay;
   const rota = r.load.rota.get('semi16');
   const d = directRps(r.load);

@@ -65,7 +65,14 @@ export async function runLean(ctx: Ctx, earlier: readonly WorkloadOutput[] = [])
       sqliteFull: failed,
       wrapper: failed,
     };
-    const load = { directBefore: failed, directAfter: failed, relay: failed, rota: new Map() };
+    const load = {
+      directBefore: failed,
+      directAfter: failed,
+      relay: failed,
+      relayW3: failed,
+      relayW3Default: failed,
+      rota: new Map(),
+    };
     return leanOutput(ctx, { build: built, memory, load, install: failed, earlier }, notes);
   }
   const memory = await measureMemory(ctx, notes);
