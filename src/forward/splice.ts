@@ -1,4 +1,5 @@
 import type { Duplex } from 'node:stream';
+import { directReadsOf } from '../upstream/direct-reads.ts';
 
 /**
  * Joins a client socket to an upstream tunnel, both ways, until either side is done.
@@ -64,5 +65,8 @@ export function splice(
     (client as Duplex & { destroySoon?: () => void }).destroySoon?.();
   });
   client.pipe(upstream);
-  upstream.pipe(client);
+  // A tunnel socket that reads into memory of its own writes it to the client without a copy.
+  const reads = directReadsOf(upstream);
+  if (reads) reads.relayTo(client);
+  else upstream.pipe(client);
 }

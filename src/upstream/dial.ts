@@ -4,6 +4,7 @@ import tls from 'node:tls';
 import type { buildConnector, Dispatcher } from 'undici';
 import { Agent } from './agent.ts';
 import { classifyTargetTlsError, dialTimeout } from './classify.ts';
+import type { DirectReads } from './direct-reads.ts';
 import { UpstreamError, type UpstreamTlsOptions } from './types.ts';
 
 /**
@@ -104,8 +105,15 @@ export function once<S extends Duplex>(socket: S, event: string, signal: AbortSi
   });
 }
 
-export async function connectTcp(host: string, port: number, signal: AbortSignal): Promise<net.Socket> {
-  const socket = net.connect({ host, port, noDelay: true });
+/** TCP to a proxy; with `reads`, the socket reads into memory of its own (direct-reads.ts). */
+export async function connectTcp(
+  host: string,
+  port: number,
+  signal: AbortSignal,
+  reads?: DirectReads,
+): Promise<net.Socket> {
+  const socket = net.connect({ host, port, noDelay: true, ...(reads && { onread: reads.onread }) });
+  reads?.attach(socket);
   return once(socket, 'connect', signal);
 }
 

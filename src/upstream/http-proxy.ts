@@ -41,6 +41,7 @@ import {
   targetTls,
   toConnector,
 } from './dial.ts';
+import type { DirectReads } from './direct-reads.ts';
 import { UpstreamError } from './types.ts';
 
 const MAX_CONNECT_HEAD = 16 * 1024;
@@ -115,12 +116,17 @@ export async function requestTunnel(
   }
 }
 
-/** TCP (or TCP + TLS for https://) to the proxy itself. */
-export async function dialProxy(record: ProxyRecord, opts: DialerOptions, signal: AbortSignal) {
+/** TCP (or TCP + TLS for https://) to the proxy itself; `reads` for a plain TCP tunnel's socket. */
+export async function dialProxy(
+  record: ProxyRecord,
+  opts: DialerOptions,
+  signal: AbortSignal,
+  reads?: DirectReads,
+) {
   assertProxyAllowed(record.host, opts);
   try {
     if (record.protocol === 'https') return await connectTls(record.host, record.port, opts.tls, signal);
-    return await connectTcp(record.host, record.port, signal);
+    return await connectTcp(record.host, record.port, signal, reads);
   } catch (err) {
     throw classifyProxyDialError(err, record.protocol === 'https' ? 'proxy_tls' : 'tcp');
   }

@@ -13,6 +13,7 @@
 import type net from 'node:net';
 import type { ProxyRecord } from '../pool/types.ts';
 import { DialBudget, type DialerOptions } from './dial.ts';
+import { DirectReads } from './direct-reads.ts';
 import { basicAuth, dialProxy, requestTunnel } from './http-proxy.ts';
 import { openSocks, type SocksProtocol } from './socks.ts';
 
@@ -42,7 +43,10 @@ async function viaHttp(
   const budget = new DialBudget(opts.connectTimeoutMs);
   const both = AbortSignal.any([budget.signal, signal]);
   try {
-    const socket = (await dialProxy(record, opts, both)) as net.Socket;
+    // A plain TCP proxy's socket reads into memory of its own (no allocation per chunk once spliced);
+    // TLS to an https:// proxy reads through its own layer.
+    const reads = record.protocol === 'http' ? new DirectReads() : undefined;
+    const socket = (await dialProxy(record, opts, both, reads)) as net.Socket;
     try {
       await requestTunnel(socket, target, basicAuth(record.username, record.password), both);
     } catch (err) {
