@@ -40,7 +40,7 @@ export async function admit(
   const creds = basicCredentials(one(req.headers['proxy-authorization']));
   const verdict = await auth.check({
     listener: 'http',
-    clientIp: req.socket.remoteAddress ?? '',
+    clientIp: () => req.socket.remoteAddress ?? '',
     method: req.method ?? '',
     password: creds?.password ?? null,
   });

@@ -129,7 +129,7 @@ class Socks5Connection {
   async #check(creds: { username: string; password: string }): Promise<void> {
     const verdict = await this.#d.auth.check({
       listener: 'socks5',
-      clientIp: this.#socket.remoteAddress ?? '',
+      clientIp: () => this.#socket.remoteAddress ?? '',
       method: 'SOCKS5',
       password: creds.password,
     });

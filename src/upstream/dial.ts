@@ -53,20 +53,34 @@ export function serverName(hostname: string): string | undefined {
   return net.isIP(hostname) === 0 ? hostname : undefined;
 }
 
-/** One timer for every step of a dial, so the whole of "reaching the proxy" costs at most `ms`. */
+/**
+ * One timer for every step of a dial, so the whole of "reaching the proxy" costs at most `ms`; with a
+ * `parent`, its signal also aborts (with the parent's reason) when the parent does. One controller and
+ * one listener instead of AbortSignal.any(), which keeps weak references to its sources and registers
+ * them for finalization: in a --cpu-prof of the CONNECT path it and the garbage it left were ~10 µs of
+ * every tunnel.
+ */
 export class DialBudget {
   readonly signal: AbortSignal;
   readonly #timer: NodeJS.Timeout;
+  readonly #parent: AbortSignal | undefined;
+  readonly #onParent: (() => void) | undefined;
 
-  constructor(ms: number) {
+  constructor(ms: number, parent?: AbortSignal) {
     const controller = new AbortController();
     this.signal = controller.signal;
     this.#timer = setTimeout(() => controller.abort(dialTimeout(ms)), ms);
     this.#timer.unref();
+    if (parent === undefined) return;
+    this.#parent = parent;
+    this.#onParent = () => controller.abort(parent.reason);
+    if (parent.aborted) this.#onParent();
+    else parent.addEventListener('abort', this.#onParent, { once: true });
   }
 
   done(): void {
     clearTimeout(this.#timer);
+    if (this.#onParent) this.#parent?.removeEventListener('abort', this.#onParent);
   }
 }
 

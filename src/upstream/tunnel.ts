@@ -40,8 +40,8 @@ async function viaHttp(
   opts: DialerOptions,
   signal: AbortSignal,
 ): Promise<net.Socket> {
-  const budget = new DialBudget(opts.connectTimeoutMs);
-  const both = AbortSignal.any([budget.signal, signal]);
+  const budget = new DialBudget(opts.connectTimeoutMs, signal);
+  const both = budget.signal;
   try {
     // A plain TCP proxy's socket reads into memory of its own (no allocation per chunk once spliced);
     // TLS to an https:// proxy reads through its own layer.
