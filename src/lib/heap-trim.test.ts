@@ -22,7 +22,7 @@ function rig(o: { gc?: boolean; used?: number; committed?: number } = {}) {
   return { s, t };
 }
 
-test('trims once in the first quiet interval, not again until a busy one re-arms it', () => {
+test('trims once in the first quiet interval after start-up, not again until a busy one re-arms it', () => {
   const { s, t } = rig();
   s.cpu += 400_000; // start-up: 400 ms of CPU in the first second
   assert.equal(t.tick(), false);
@@ -30,12 +30,26 @@ test('trims once in the first quiet interval, not again until a busy one re-arms
   assert.equal(s.gcs, 1);
   // The GC's own CPU is not taken for traffic; quiet seconds after it do nothing.
   s.committed = 64 * MB;
+  for (let i = 0; i < 40; i++) assert.equal(t.tick(), false);
+  s.cpu += 300_000; // a burst of traffic re-arms it
   assert.equal(t.tick(), false);
-  assert.equal(t.tick(), false);
-  s.cpu += 300_000; // a burst
-  assert.equal(t.tick(), false);
+  for (let i = 1; i < 30; i++) assert.equal(t.tick(), false, `quiet second ${i} after traffic`);
   assert.equal(t.tick(), true);
   assert.equal(s.gcs, 2);
+});
+
+test('after traffic, a lull shorter than 30 s is not trimmed (the GC would drop compiled code)', () => {
+  const { s, t } = rig();
+  s.cpu += 400_000;
+  t.tick();
+  assert.equal(t.tick(), true);
+  for (let burst = 0; burst < 5; burst++) {
+    s.committed = 64 * MB;
+    s.cpu += 500_000; // load
+    assert.equal(t.tick(), false);
+    for (let i = 0; i < 10; i++) assert.equal(t.tick(), false); // a 10 s pause between loads
+  }
+  assert.equal(s.gcs, 1);
 });
 
 test('light traffic (under 5% of a core) counts as quiet; heavier traffic never sees a GC', () => {

@@ -45,7 +45,9 @@ test('re-exec: the node binary, its own flags, the missing ones, then the script
 
 test('no re-exec: flags complete, switched off, an IPC channel, already re-executed, or no execve', () => {
   assert.deepEqual(decideFlags(proc({ execArgv: [...NODE_FLAGS] })), { kind: 'keep', why: 'complete' });
-  assert.deepEqual(decideFlags(proc({ env: { ROTA_NODE_FLAGS: 'off' } })), { kind: 'keep', why: 'off' });
+  for (const off of ['off', 'false', '0', 'NO'])
+    assert.deepEqual(decideFlags(proc({ env: { ROTA_NODE_FLAGS: off } })), { kind: 'keep', why: 'off' });
+  assert.equal(decideFlags(proc({ env: { ROTA_NODE_FLAGS: 'on' } })).kind, 'reexec');
   assert.deepEqual(decideFlags(proc({ send: () => true })), { kind: 'keep', why: 'ipc' });
   const first = decideFlags(proc());
   assert.equal(first.kind, 'reexec');

@@ -51,6 +51,9 @@ export interface ReexecProcess {
   readonly execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
 }
 
+/** ROTA_NODE_FLAGS values that leave the process as started (the config reader's false values). */
+const OFF = new Set(['off', 'false', '0', 'no']);
+
 /** Marks a re-executed process, so that a runtime that dropped the flags cannot loop. */
 const REEXEC_MARK = 'ROTA_NODE_FLAGS_REEXEC';
 
@@ -60,7 +63,7 @@ export type FlagsDecision =
   | { readonly kind: 'reexec'; readonly args: string[]; readonly env: NodeJS.ProcessEnv };
 
 export function decideFlags(p: ReexecProcess): FlagsDecision {
-  if (p.env.ROTA_NODE_FLAGS === 'off') return { kind: 'keep', why: 'off' };
+  if (OFF.has((p.env.ROTA_NODE_FLAGS ?? '').trim().toLowerCase())) return { kind: 'keep', why: 'off' };
   const missing = missingFlags(p.execArgv, p.env.NODE_OPTIONS);
   if (missing.length === 0) return { kind: 'keep', why: 'complete' };
   if (p.send !== undefined) return { kind: 'keep', why: 'ipc' };

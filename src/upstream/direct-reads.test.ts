@@ -58,15 +58,20 @@ interface Received {
   readonly reads: DirectReads;
 }
 
-/** One tunnel to payload `name`, spliced to a real client socket that reads with pauses when `slow`. */
-async function download(name: string, slow: boolean): Promise<Received> {
+/**
+ * One tunnel to payload `name`, spliced to a real client socket that reads with pauses when `slow`;
+ * `spliceAfterMs`: the tunnel is spliced only that long after it opened (the upstream may be done by then).
+ */
+async function download(name: string, slow: boolean, spliceAfterMs = 0): Promise<Received> {
   const reads = new DirectReads();
   const upstream = await connectTcp('127.0.0.1', proxyPort, AbortSignal.timeout(5_000), reads);
   await requestTunnel(upstream, { hostname: name, port: 443 }, null, AbortSignal.timeout(5_000));
   assert.equal(directReadsOf(upstream), reads);
   const front = net.createServer();
   await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
-  front.once('connection', (accepted) => splice(accepted, upstream, 10_000, () => {}));
+  front.once('connection', (accepted) => {
+    setTimeout(() => splice(accepted, upstream, 10_000, () => {}), spliceAfterMs);
+  });
   const client = net.connect((front.address() as net.AddressInfo).port, '127.0.0.1');
   const hash = createHash('sha256');
   let bytes = 0;
@@ -118,4 +123,11 @@ test('a tunnel that only carries short reads never takes a buffer of its own', a
   const got = await download('small', false);
   assert.equal(got.bytes, 30_000);
   assert.equal(got.reads.holdsBuffer, false);
+});
+
+test('an upstream that has sent everything and finished before the splice still ends the client', async () => {
+  const want = payload('early', 700); // all of it in the CONNECT answer's write, then FIN
+  const got = await download('early', false, 100);
+  assert.equal(got.bytes, 700);
+  assert.equal(got.sha, want);
 });

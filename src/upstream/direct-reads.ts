@@ -86,8 +86,10 @@ export class DirectReads {
     this.#mode = { kind: 'relay', client, paused: false };
     for (let chunk = socket.read() as Buffer | null; chunk !== null; chunk = socket.read() as Buffer | null)
       client.write(chunk);
-    // Ends as pipe() would: the upstream's FIN ends the client's side once written.
-    socket.once('end', () => client.end());
+    // Ends as pipe() would: the upstream's FIN ends the client's side once written (at once if the
+    // upstream had already finished before the tunnel was spliced).
+    if (socket.readableEnded) client.end();
+    else socket.once('end', () => client.end());
     socket.resume();
   }
 
