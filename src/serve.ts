@@ -95,7 +95,8 @@ async function main(): Promise<void> {
     );
     process.exit(2);
   }
-  // Start-up's garbage and an idle young generation go back to the system in the first quiet second.
+  // Start-up's garbage and an idle young generation go back to the system in the first quiet second
+  // (after traffic, only after 30 s of quiet: lib/heap-trim.ts).
   processHeapTrimmer().start();
   if (!config.requireAuth && !isLoopback(config.host)) {
     logger.warn(
