@@ -154,18 +154,21 @@ async function one(
   }
 }
 
+/** Every load figure failed for one reason (squid missing, the build failed). */
+export function failedLoad(reason: string): LoadFigures {
+  const failed = { ok: false as const, reason };
+  return {
+    directBefore: failed,
+    directAfter: failed,
+    relay: failed,
+    relayW3: failed,
+    relayW3Default: failed,
+    rota: new Map(),
+  };
+}
+
 export async function measureLoad(ctx: Ctx, notes: string[]): Promise<LoadFigures> {
-  if (!ctx.squid) {
-    const failed = { ok: false as const, reason: `squid: ${ctx.squidError}` };
-    return {
-      directBefore: failed,
-      directAfter: failed,
-      relay: failed,
-      relayW3: failed,
-      relayW3Default: failed,
-      rota: new Map(),
-    };
-  }
+  if (!ctx.squid) return failedLoad(`squid: ${ctx.squidError}`);
   ctx.log(
     `  lean: direct, relay, Rota (npm start), direct; then semi-space 8, 32, unset, no growth cap; loads 2 and 3 (and 3 without the cap); the bare relay under load 3 (${ctx.loadS} s each)`,
   );

@@ -5,7 +5,7 @@ import { type InstallSize, productionInstall } from '../lib/install-size.ts';
 import { run } from '../lib/proc.ts';
 import { failedCell, type WorkloadOutput } from '../lib/report.ts';
 import { ROOT } from '../lib/rota.ts';
-import { measureLoad } from './lean-load.ts';
+import { failedLoad, measureLoad } from './lean-load.ts';
 import { measureMemory, type Outcome } from './lean-memory.ts';
 import { leanOutput } from './lean-report.ts';
 
@@ -65,14 +65,7 @@ export async function runLean(ctx: Ctx, earlier: readonly WorkloadOutput[] = [])
       sqliteFull: failed,
       wrapper: failed,
     };
-    const load = {
-      directBefore: failed,
-      directAfter: failed,
-      relay: failed,
-      relayW3: failed,
-      relayW3Default: failed,
-      rota: new Map(),
-    };
+    const load = failedLoad(built.reason);
     return leanOutput(ctx, { build: built, memory, load, install: failed, earlier }, notes);
   }
   const memory = await measureMemory(ctx, notes);
