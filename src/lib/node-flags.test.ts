@@ -48,13 +48,23 @@ test('no re-exec: flags complete, switched off, an IPC channel, already re-execu
   for (const off of ['off', 'false', '0', 'NO'])
     assert.deepEqual(decideFlags(proc({ env: { ROTA_NODE_FLAGS: off } })), { kind: 'keep', why: 'off' });
   assert.equal(decideFlags(proc({ env: { ROTA_NODE_FLAGS: 'on' } })).kind, 'reexec');
-  assert.deepEqual(decideFlags(proc({ send: () => true })), { kind: 'keep', why: 'ipc' });
+  const ipc = { send: () => true };
+  assert.deepEqual(decideFlags(proc({ ...ipc, env: { NODE_UNIQUE_ID: '1' } })), { kind: 'keep', why: 'ipc' });
+  assert.deepEqual(decideFlags(proc({ ...ipc, env: { WATCH_REPORT_DEPENDENCIES: '1' } })), {
+    kind: 'keep',
+    why: 'ipc',
+  });
+  assert.deepEqual(decideFlags(proc(ipc)), { kind: 'unsupported', missing: [...NODE_FLAGS], why: 'ipc' });
   const first = decideFlags(proc());
   assert.equal(first.kind, 'reexec');
   if (first.kind === 'reexec')
     assert.deepEqual(decideFlags(proc({ env: first.env })), { kind: 'keep', why: 'reexecuted' });
   const { execve: _, ...noExecve } = proc();
-  assert.deepEqual(decideFlags(noExecve), { kind: 'unsupported', missing: [...NODE_FLAGS] });
+  assert.deepEqual(decideFlags(noExecve), {
+    kind: 'unsupported',
+    missing: [...NODE_FLAGS],
+    why: 'no-execve',
+  });
 });
 
 test('a real process re-executes itself in place: same pid, the flags in effect, arguments kept', () => {

@@ -18,8 +18,9 @@
  *
  * An operator's own value for one of these flags (on the command line or in NODE_OPTIONS) wins; the
  * others are still added. ROTA_NODE_FLAGS=off leaves the process exactly as it was started. A process
- * with an IPC channel (a cluster worker, the child of `node --watch`) is left alone: its parent chose its
- * flags, and a cluster primary hands its own (these included) to every worker.
+ * with an IPC channel is left alone (its channel would not survive the re-exec): a cluster worker has its
+ * primary's flags (these included), the child of `node --watch` is a dev run, and any other (a process
+ * manager's fork mode) gets one NODE_FLAGS_MISSING line on stderr saying what to pass.
  */
 export const NODE_FLAGS: readonly string[] = [
   // Young generation at most 16 MB per semi-space: V8's default (32 MB on 64-bit) adds RSS at every
@@ -59,16 +60,26 @@ const REEXEC_MARK = 'ROTA_NODE_FLAGS_REEXEC';
 
 export type FlagsDecision =
   | { readonly kind: 'keep'; readonly why: 'complete' | 'off' | 'ipc' | 'reexecuted' }
-  | { readonly kind: 'unsupported'; readonly missing: readonly string[] }
+  | {
+      readonly kind: 'unsupported';
+      readonly missing: readonly string[];
+      /** ipc: started by a process manager with an IPC channel (PM2's fork mode, say); no-execve: the platform. */
+      readonly why: 'ipc' | 'no-execve';
+    }
   | { readonly kind: 'reexec'; readonly args: string[]; readonly env: NodeJS.ProcessEnv };
 
 export function decideFlags(p: ReexecProcess): FlagsDecision {
   if (OFF.has((p.env.ROTA_NODE_FLAGS ?? '').trim().toLowerCase())) return { kind: 'keep', why: 'off' };
   const missing = missingFlags(p.execArgv, p.env.NODE_OPTIONS);
   if (missing.length === 0) return { kind: 'keep', why: 'complete' };
-  if (p.send !== undefined) return { kind: 'keep', why: 'ipc' };
+  if (p.send !== undefined) {
+    // A cluster worker has its primary's flags (Rota's included); node --watch's child is a dev run.
+    if (p.env.NODE_UNIQUE_ID !== undefined || p.env.WATCH_REPORT_DEPENDENCIES !== undefined)
+      return { kind: 'keep', why: 'ipc' };
+    return { kind: 'unsupported', missing, why: 'ipc' };
+  }
   if (p.env[REEXEC_MARK] === '1') return { kind: 'keep', why: 'reexecuted' };
-  if (typeof p.execve !== 'function') return { kind: 'unsupported', missing };
+  if (typeof p.execve !== 'function') return { kind: 'unsupported', missing, why: 'no-execve' };
   return {
     kind: 'reexec',
     args: [p.execPath, ...p.execArgv, ...missing, ...p.argv.slice(1)],
@@ -83,8 +94,13 @@ export function decideFlags(p: ReexecProcess): FlagsDecision {
 export function ensureNodeFlags(p: ReexecProcess = process as ReexecProcess): void {
   const d = decideFlags(p);
   if (d.kind === 'reexec') p.execve?.(p.execPath, d.args, d.env);
-  else if (d.kind === 'unsupported')
+  else if (d.kind === 'unsupported') {
+    const why =
+      d.why === 'ipc'
+        ? 'started with an IPC channel, which a re-executed process would lose'
+        : 'this platform cannot re-execute a process';
     process.stderr.write(
-      `NODE_FLAGS_MISSING running without ${d.missing.join(' ')} (this platform cannot re-execute a process); pass them to node\n`,
+      `NODE_FLAGS_MISSING running without ${d.missing.join(' ')} (${why}); pass them to node, or set ROTA_NODE_FLAGS=off\n`,
     );
+  }
 }
