@@ -114,3 +114,13 @@ test('on a real process with --expose-gc: the young generation goes back after a
   assert.ok(r.before >= 8 * MB, `the burst grew the young generation (${r.before} bytes)`);
   assert.ok(r.after <= r.before / 4, `young generation ${r.before} → ${r.after} bytes`);
 });
+
+test('past the first minute, even the first trim waits for 30 s of quiet (a load may have started)', () => {
+  const { s, t } = rig();
+  for (let i = 0; i < 70; i++) {
+    s.cpu += 500_000; // busy from start-up on, past the first minute
+    assert.equal(t.tick(), false);
+  }
+  for (let i = 1; i < 30; i++) assert.equal(t.tick(), false, `quiet second ${i}`);
+  assert.equal(t.tick(), true);
+});

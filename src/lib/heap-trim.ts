@@ -8,7 +8,7 @@ import v8 from 'node:v8';
  *                                          memory-reducing GC (V8's "last resort": young generation
  *                                          shrunk, pooled pages decommitted) ──▶ disarmed until the
  *                                          next busy second
- *   "long enough": 1 s after start-up, 30 s after traffic (laterQuietIntervals), 60 s for a big heap
+ *   "long enough": 1 s in the first minute (start-up), else 30 s (laterQuietIntervals); 60 s for a big heap
  *
  * Why: V8's own memory reducer never fires under Node 24. It waits for a low allocation rate in the
  * young generation, the old generation and the embedder (cppgc) heap, and Node's embedder heap reports
@@ -46,6 +46,8 @@ export interface HeapTrimOptions {
    * bursts of traffic is not trimmed; a gateway left idle for this long is.
    */
   readonly laterQuietIntervals?: number;
+  /** How long start-up lasts, in intervals: a first trim after it waits like a later one. */
+  readonly startupIntervals?: number;
 }
 
 const MB = 1024 * 1024;
@@ -56,6 +58,8 @@ export class HeapTrimmer {
   #lastCpu = 0;
   #armed = true;
   #quietIntervals = 0;
+  /** Intervals since the trimmer started. */
+  #ticks = 0;
   #timer: NodeJS.Timeout | null = null;
   trims = 0;
 
@@ -68,6 +72,7 @@ export class HeapTrimmer {
       bigHeapBytes: o.bigHeapBytes ?? 128 * MB,
       bigHeapQuietIntervals: o.bigHeapQuietIntervals ?? 60,
       laterQuietIntervals: o.laterQuietIntervals ?? 30,
+      startupIntervals: o.startupIntervals ?? 60,
     };
     this.#lastCpu = deps.cpuUs();
   }
@@ -89,6 +94,7 @@ export class HeapTrimmer {
 
   /** One interval's decision; true when it trimmed. Public for the tests. */
   tick(): boolean {
+    this.#ticks++;
     const cpu = this.#deps.cpuUs();
     const used = cpu - this.#lastCpu;
     this.#lastCpu = cpu;
@@ -103,7 +109,7 @@ export class HeapTrimmer {
     if (h.committed - h.used < this.#o.minSlackBytes) return false;
     // The first trim (start-up's garbage; nothing hot is compiled yet) comes in the first quiet interval;
     // later ones only after a long lull, see laterQuietIntervals.
-    let need = this.trims === 0 ? 1 : this.#o.laterQuietIntervals;
+    let need = this.trims === 0 && this.#ticks <= this.#o.startupIntervals ? 1 : this.#o.laterQuietIntervals;
     if (h.used > this.#o.bigHeapBytes) need = Math.max(need, this.#o.bigHeapQuietIntervals);
     if (this.#quietIntervals < need) return false;
     this.#deps.gc();
