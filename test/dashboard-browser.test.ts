@@ -7,7 +7,6 @@
  * (and docs/dashboard.png when ROTA_UPDATE_DOCS_SCREENSHOT=1).
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { copyFile, mkdir } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -30,7 +29,7 @@ import { type RawFixture, startResetter } from './fixtures/misbehaving.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { GENEROUS_LIMITS } from './helpers/app.ts';
 import {
-  CHROMIUM,
+  CHROMIUM_MISSING,
   launchChromium,
   type RunningRota,
   spawnRota,
@@ -38,7 +37,7 @@ import {
   type TrapProxy,
 } from './helpers/browser.ts';
 
-const SKIP = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (scripts/system-deps.sh installs it)`;
+const SKIP = CHROMIUM_MISSING;
 const OUT = new URL('../test-output/', import.meta.url);
 const DOCS_SHOT = new URL('../docs/dashboard.png', import.meta.url);
 const KEY = 'dashboard-browser-test-key-0123456789';

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
-  CHROMIUM,
+  CHROMIUM_MISSING,
   launchChromium,
   type RunningRota,
   spawnRota,
@@ -11,9 +10,7 @@ import {
   type TrapProxy,
 } from './helpers/browser.ts';
 
-const SKIP = existsSync(CHROMIUM)
-  ? false
-  : `${CHROMIUM} is missing: scripts/system-deps.sh could not install Debian's chromium on this machine`;
+const SKIP = CHROMIUM_MISSING;
 
 // Logged by the page itself, so violations show up even when the browser reports them only as events.
 const CSP_LISTENER = `document.addEventListener('securitypolicyviolation', (e) => {

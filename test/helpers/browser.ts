@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { type Browser, chromium } from 'playwright-core';
 import { startServer } from './server.ts';
@@ -87,6 +88,10 @@ export const DISABLED_FEATURES = [
 
 /** Debian's Chromium, which scripts/system-deps.sh installs. */
 export const CHROMIUM = '/usr/bin/chromium';
+/** The `skip` of every browser test: false, or why Chromium is not there. */
+export const CHROMIUM_MISSING: string | false = existsSync(CHROMIUM)
+  ? false
+  : `${CHROMIUM} is missing: scripts/system-deps.sh installs Debian's chromium`;
 
 /**
  * Headless Chromium as every browser test runs it: quiet on start-up, and with `proxyServer` (a trap
