@@ -40,18 +40,18 @@ async function viaHttp(
   opts: DialerOptions,
   signal: AbortSignal,
 ): Promise<net.Socket> {
+  // One signal for the dial: the connect-timeout budget, or the caller's signal (deadline, client gone).
   const budget = new DialBudget(opts.connectTimeoutMs, signal);
-  const both = budget.signal;
   try {
     // A plain TCP proxy's socket reads into memory of its own (no allocation per chunk once spliced);
     // TLS to an https:// proxy reads through its own layer.
     const reads = record.protocol === 'http' ? new DirectReads() : undefined;
-    const socket = (await dialProxy(record, opts, both, reads)) as net.Socket;
+    const socket = (await dialProxy(record, opts, budget.signal, reads)) as net.Socket;
     try {
-      await requestTunnel(socket, target, basicAuth(record.username, record.password), both);
+      await requestTunnel(socket, target, basicAuth(record.username, record.password), budget.signal);
     } catch (err) {
       socket.destroy();
-      throw signal.aborted ? signal.reason : err;
+      throw err;
     }
     return socket;
   } catch (err) {
