@@ -33,7 +33,10 @@ export interface GatewayDeps {
 }
 
 export interface ForwardedRequest {
-  readonly url: URL;
+  /** The target's origin, parsed (forward/target.ts); read only. */
+  readonly origin: URL;
+  /** Path and query as the client sent them. */
+  readonly path: string;
   readonly method: string;
   readonly headers: Record<string, string | string[]>;
   readonly body: Readable | null;
@@ -70,11 +73,11 @@ export class ForwardGateway {
     params: ProxyParams,
     signal: AbortSignal,
   ): Promise<Outcome<StreamedResponse>> {
-    const blocked = await this.#blocked(r.url, params);
+    const blocked = await this.#blocked(r.origin, params);
     if (blocked) return { ok: false, refusal: blocked };
     const hasBody = r.body !== null;
     const work = streamedWork(this.#d.dispatchers, { ...r, idleTimeoutMs: this.#d.idleTimeoutMs }, hasBody);
-    return this.#run(work, params, signal, banHost(r.url));
+    return this.#run(work, params, signal, banHost(r.origin));
   }
 
   async #run<R>(work: Work<R>, params: ProxyParams, signal: AbortSignal, host: string): Promise<Outcome<R>> {

@@ -1,7 +1,8 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { BreakerStateName } from '../breaker/types.ts';
 import { ATTEMPT_OUTCOMES, type AttemptRecord, type CallRecord, retriesOf, safeMs } from './calls.ts';
 import { BREAKER_STATE_VALUE, EXPOSITION_CONTENT_TYPE } from './exposition.ts';
+import { TallyCounter, TallyHistogram } from './tallies.ts';
 
 export {
   type BreakerMetricsInput,
@@ -67,45 +68,44 @@ export class PromMetrics {
   readonly #endpoints = new Set<string>();
   /** Proxies that have series, so removal touches only what exists and the existence check runs once. */
   readonly #proxies = new Set<string>();
-  readonly #httpRequests: Counter<'endpoint' | 'method' | 'status'>;
-  readonly #httpDuration: Histogram<'endpoint' | 'method'>;
-  readonly #attempts: Counter<'proxy_id' | 'outcome'>;
-  readonly #upstreamLatency: Histogram<'proxy_id'>;
+  // Written on every request or call: tallies (tallies.ts), turned into series when scraped.
+  readonly #httpRequests: TallyCounter;
+  readonly #httpDuration: TallyHistogram;
+  readonly #attempts: TallyCounter;
+  readonly #upstreamLatency: TallyHistogram;
+  readonly #proxied: TallyCounter;
   readonly #retries: Counter;
   readonly #rateLimited: Counter<'endpoint'>;
-  readonly #proxied: Counter<'outcome'>;
   readonly #bans: Counter<'status'>;
 
   constructor(opts: PromMetricsOptions) {
     this.#proxyExists = opts.proxyExists;
     this.#maxEndpoints = opts.maxEndpoints ?? 256;
     const registers = [this.registry];
-    this.#httpRequests = new Counter({
-      name: 'rota_requests_total',
-      help: 'HTTP requests served, by route template, method and status',
-      labelNames: ['endpoint', 'method', 'status'],
-      registers,
-    });
-    this.#httpDuration = new Histogram({
-      name: 'rota_request_duration_seconds',
-      help: 'HTTP request duration, by route template and method',
-      labelNames: ['endpoint', 'method'],
-      buckets: HTTP_BUCKETS,
-      registers,
-    });
-    this.#attempts = new Counter({
-      name: 'rota_upstream_attempts_total',
-      help: 'Attempts sent through each proxy, by outcome',
-      labelNames: ['proxy_id', 'outcome'],
-      registers,
-    });
-    this.#upstreamLatency = new Histogram({
-      name: 'rota_upstream_latency_seconds',
-      help: 'Latency of attempts through each proxy',
-      labelNames: ['proxy_id'],
-      buckets: UPSTREAM_BUCKETS,
-      registers,
-    });
+    this.#httpRequests = new TallyCounter(
+      { name: 'rota_requests_total', help: 'HTTP requests served, by route template, method and status' },
+      this.registry,
+    );
+    this.#httpDuration = new TallyHistogram(
+      {
+        name: 'rota_request_duration_seconds',
+        help: 'HTTP request duration, by route template and method',
+        buckets: HTTP_BUCKETS,
+      },
+      this.registry,
+    );
+    this.#attempts = new TallyCounter(
+      { name: 'rota_upstream_attempts_total', help: 'Attempts sent through each proxy, by outcome' },
+      this.registry,
+    );
+    this.#upstreamLatency = new TallyHistogram(
+      {
+        name: 'rota_upstream_latency_seconds',
+        help: 'Latency of attempts through each proxy',
+        buckets: UPSTREAM_BUCKETS,
+      },
+      this.registry,
+    );
     this.#retries = new Counter({
       name: 'rota_retries_total',
       help: 'Attempts after the first one of a proxied call',
@@ -117,12 +117,13 @@ export class PromMetrics {
       labelNames: ['endpoint'],
       registers,
     });
-    this.#proxied = new Counter({
-      name: 'rota_requests_proxied_total',
-      help: 'Proxied calls (POST request), by outcome: success or the error code returned',
-      labelNames: ['outcome'],
-      registers,
-    });
+    this.#proxied = new TallyCounter(
+      {
+        name: 'rota_requests_proxied_total',
+        help: 'Proxied calls (POST request), by outcome: success or the error code returned',
+      },
+      this.registry,
+    );
     this.#bans = new Counter({
       name: 'rota_bans_total',
       help: 'Target answers taken as a ban of the proxy (a cool-down of the pair proxy, host), by status',
@@ -146,15 +147,18 @@ export class PromMetrics {
     const ep = this.#endpoint(endpoint);
     const m = HTTP_METHODS.has(method.toUpperCase()) ? method.toUpperCase() : 'OTHER';
     const st = Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : 'other';
-    this.#httpRequests.inc({ endpoint: ep, method: m, status: st });
+    const key = `${m} ${ep}`;
+    this.#httpRequests.inc(`${st} ${key}`, { endpoint: ep, method: m, status: st });
     this.#httpDuration.observe(
+      key,
       { endpoint: ep, method: m },
       Number.isFinite(seconds) && seconds > 0 ? seconds : 0,
     );
   }
 
   recordCall(call: CallRecord): void {
-    this.#proxied.inc({ outcome: call.ok ? 'success' : outcomeLabel(call.errorCode) });
+    const outcome = call.ok ? 'success' : outcomeLabel(call.errorCode);
+    this.#proxied.inc(outcome, { outcome });
     const retries = retriesOf(call);
     if (retries > 0) this.#retries.inc(retries);
     for (const a of call.attempts) this.recordAttempt(a);
@@ -163,8 +167,8 @@ export class PromMetrics {
   /** One attempt's per-proxy series; also for an attempt that ended after its call was reported. */
   recordAttempt(a: AttemptRecord): void {
     if (!this.#tracks(a.proxyId)) return;
-    this.#attempts.inc({ proxy_id: a.proxyId, outcome: a.outcome });
-    this.#upstreamLatency.observe({ proxy_id: a.proxyId }, safeMs(a.latencyMs) / 1000);
+    this.#attempts.inc(`${a.outcome} ${a.proxyId}`, { proxy_id: a.proxyId, outcome: a.outcome });
+    this.#upstreamLatency.observe(a.proxyId, { proxy_id: a.proxyId }, safeMs(a.latencyMs) / 1000);
   }
 
   /** A ban; `status` is the target's status (a body-pattern ban may have any). */
@@ -181,8 +185,8 @@ export class PromMetrics {
   /** A deleted proxy's series disappear from the next scrape. */
   removeProxy(proxyId: string): void {
     if (!this.#proxies.delete(proxyId)) return;
-    for (const outcome of ATTEMPT_OUTCOMES) this.#attempts.remove({ proxy_id: proxyId, outcome });
-    this.#upstreamLatency.remove({ proxy_id: proxyId });
+    for (const outcome of ATTEMPT_OUTCOMES) this.#attempts.delete(`${outcome} ${proxyId}`);
+    this.#upstreamLatency.delete(proxyId);
   }
 
   #renderer: (() => Promise<string>) | null = null;

@@ -2,7 +2,7 @@
  * One streamed request through one proxy's dispatcher, for the HTTP listener's absolute-URI door.
  *
  *   client ──body──▶ LazyBody ──▶ undici dispatcher of the proxy ──▶ proxy ──▶ target
- *   client ◀──body── StreamedResponse.body (a Readable: pause/resume reach the proxy connection)
+ *   client ◀──body── StreamedResponse.body (response-body.ts: written into the client's response)
  *
  * Unlike send() (send.ts) nothing is buffered whole and nothing is capped: the promise settles as soon
  * as the answer's head is in, and the body flows on with backpressure both ways. The deadline covers
@@ -12,10 +12,14 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { type AttemptPhase, classifySendError } from './classify.ts';
+import { ResponseBody } from './response-body.ts';
 import { UpstreamError } from './types.ts';
 
 export interface StreamedRequest {
-  readonly url: URL;
+  /** The target's origin (only `origin` is read). */
+  readonly origin: URL;
+  /** Path and query, sent as given. */
+  readonly path: string;
   readonly method: string;
   /** Already free of hop-by-hop and proxy headers (the listener filters them). */
   readonly headers: Record<string, string | string[]>;
@@ -34,8 +38,8 @@ export interface StreamedRequest {
 export interface StreamedResponse {
   readonly statusCode: number;
   readonly headers: Record<string, string | string[]>;
-  /** Destroying it aborts the upstream request. */
-  readonly body: Readable;
+  /** Written into the client's response with pipeTo(); destroying it aborts the upstream request. */
+  readonly body: ResponseBody;
 }
 
 /**
@@ -84,27 +88,6 @@ function headersOf(h: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = v;
   return out;
-}
-
-/** The answer's body: reading resumes the proxy connection, destroying aborts the request. */
-class ResponseBody extends Readable {
-  #controller: Dispatcher.DispatchController;
-  ended = false;
-  constructor(controller: Dispatcher.DispatchController) {
-    super();
-    this.#controller = controller;
-  }
-  override _read(): void {
-    if (this.#controller.paused) this.#controller.resume();
-  }
-  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
-    if (!this.ended && !this.#controller.aborted) {
-      this.#controller.abort(
-        err ?? new UpstreamError('aborted', 'the answer was abandoned', { mayHaveReachedTarget: true }),
-      );
-    }
-    cb(err);
-  }
 }
 
 function deadlineError(phase: AttemptPhase): UpstreamError {
@@ -171,20 +154,17 @@ class StreamAttempt implements Dispatcher.DispatchHandler {
     this.#resolve({ statusCode: status, headers: headersOf(headers), body });
   }
 
-  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.#body && !this.#body.push(chunk)) c.pause();
+  onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#body?.push(chunk);
   }
 
   onResponseEnd(): void {
-    if (!this.#body) return;
-    this.#body.ended = true;
-    this.#body.push(null);
+    this.#body?.end();
   }
 
   onResponseError(_c: Dispatcher.DispatchController | null, err: Error): void {
     if (this.#body) {
-      this.#body.ended = true;
-      this.#body.destroy(classifySendError(err, 'receiving'));
+      this.#body.fail();
       return;
     }
     this.fail(classifySendError(err, this.phase));
@@ -224,8 +204,8 @@ export function stream(dispatcher: Dispatcher, req: StreamedRequest): Promise<St
     try {
       dispatcher.dispatch(
         {
-          origin: req.url.origin,
-          path: `${req.url.pathname}${req.url.search}`,
+          origin: req.origin.origin,
+          path: req.path,
           method: req.method,
           headers: req.headers,
           body: lazy,

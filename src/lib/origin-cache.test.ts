@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { OriginCache } from './http-proxy.ts';
+import { OriginCache } from './origin-cache.ts';
 
-describe('OriginCache (absolute-URI interceptor)', () => {
+describe('OriginCache', () => {
   it('parses each origin once and stays bounded', () => {
     const c = new OriginCache();
     const first = c.get('http://a.example:8080');
