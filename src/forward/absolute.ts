@@ -46,7 +46,8 @@ export async function handleAbsolute(
     writeRefusal(res, refusal('BAD_REQUEST', why));
     return;
   }
-  const door = await admit(d.auth, req);
+  const admitted = admit(d.auth, req);
+  const door = admitted instanceof Promise ? await admitted : admitted;
   if (!door.ok) {
     d.metrics.answered('http', door.refusal.code);
     writeRefusal(res, door.refusal);

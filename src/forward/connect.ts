@@ -49,7 +49,8 @@ export async function handleConnect(
     writeRawRefusal(socket, refusal('BAD_REQUEST', 'CONNECT needs host:port with a port from 1 to 65535'));
     return;
   }
-  const door = await admit(d.auth, req);
+  const admitted = admit(d.auth, req);
+  const door = admitted instanceof Promise ? await admitted : admitted;
   if (!door.ok) {
     d.metrics.answered('connect', door.refusal.code);
     writeRawRefusal(socket, door.refusal);

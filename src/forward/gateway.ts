@@ -1,11 +1,12 @@
 import type { Duplex, Readable } from 'node:stream';
 import { banHost } from '../bans/judge.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
+import { OriginCache } from '../lib/origin-cache.ts';
 import type { Executor } from '../outbound/executor.ts';
 import type { Selector } from '../outbound/selector.ts';
 import type { Work } from '../outbound/work.ts';
 import { streamedWork, tunnelWork } from '../outbound/works.ts';
-import type { SsrfGuard } from '../ssrf/guard.ts';
+import type { SsrfGuard, SsrfVerdict } from '../ssrf/guard.ts';
 import { authority } from '../upstream/dial.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
 import type { StreamedResponse } from '../upstream/stream.ts';
@@ -43,41 +44,51 @@ export interface ForwardedRequest {
   readonly onBodyBytes?: (n: number) => void;
 }
 
+function refused(verdict: SsrfVerdict): Refusal | null {
+  return verdict.ok ? null : refusal('SSRF_BLOCKED', `Target not allowed: ${verdict.message}`);
+}
+
 export class ForwardGateway {
   readonly #d: GatewayDeps;
+  readonly #tunnelOrigins = new OriginCache(1024);
   constructor(d: GatewayDeps) {
     this.#d = d;
   }
 
   /**
    * A target the SSRF rules refuse: 403 / SOCKS5 0x02 (null: allowed). Asked only when some proxy could
-   * serve the call at all: a call bound for 503 anyway costs no DNS lookup.
+   * serve the call at all: a call bound for 503 anyway costs no DNS lookup. Decided without a promise
+   * when no lookup is needed (a literal address, a name resolved moments ago): the common case.
    */
-  async #blocked(url: URL, params: ProxyParams): Promise<Refusal | null> {
+  #blocked(url: URL, params: ProxyParams): Refusal | null | Promise<Refusal | null> {
     if (!this.#d.selector.hasCandidate({ onlyCountry: params.country })) return null;
-    const verdict = await this.#d.ssrf.check(url);
-    return verdict.ok ? null : refusal('SSRF_BLOCKED', `Target not allowed: ${verdict.message}`);
+    const known = this.#d.ssrf.checkKnown(url);
+    if (known !== null) return refused(known);
+    return this.#d.ssrf.check(url).then(refused);
   }
 
-  async tunnel(target: TunnelTarget, params: ProxyParams, signal: AbortSignal): Promise<Outcome<Duplex>> {
-    const blocked = await this.#blocked(
-      new URL(`http://${authority(target.hostname, target.port)}/`),
-      params,
+  /** Then `run`, unless the SSRF rules refuse `url`; no promise added when they decide at once. */
+  #guarded<R>(url: URL, params: ProxyParams, run: () => Promise<Outcome<R>>): Promise<Outcome<R>> {
+    const blocked = this.#blocked(url, params);
+    if (blocked === null) return run();
+    if (!(blocked instanceof Promise)) return Promise.resolve({ ok: false, refusal: blocked });
+    return blocked.then((b) => (b === null ? run() : { ok: false, refusal: b }));
+  }
+
+  tunnel(target: TunnelTarget, params: ProxyParams, signal: AbortSignal): Promise<Outcome<Duplex>> {
+    // The SSRF rules read an origin; one parsed per target authority, shared (read only).
+    const origin = this.#tunnelOrigins.get(`http://${authority(target.hostname, target.port)}`);
+    return this.#guarded(origin, params, () =>
+      this.#run(tunnelWork(this.#d.dispatchers, target), params, signal, banHost(target)),
     );
-    if (blocked) return { ok: false, refusal: blocked };
-    return this.#run(tunnelWork(this.#d.dispatchers, target), params, signal, banHost(target));
   }
 
-  async request(
-    r: ForwardedRequest,
-    params: ProxyParams,
-    signal: AbortSignal,
-  ): Promise<Outcome<StreamedResponse>> {
-    const blocked = await this.#blocked(r.origin, params);
-    if (blocked) return { ok: false, refusal: blocked };
-    const hasBody = r.body !== null;
-    const work = streamedWork(this.#d.dispatchers, { ...r, idleTimeoutMs: this.#d.idleTimeoutMs }, hasBody);
-    return this.#run(work, params, signal, banHost(r.origin));
+  request(r: ForwardedRequest, params: ProxyParams, signal: AbortSignal): Promise<Outcome<StreamedResponse>> {
+    return this.#guarded(r.origin, params, () => {
+      const hasBody = r.body !== null;
+      const req = { ...r, idleTimeoutMs: this.#d.idleTimeoutMs };
+      return this.#run(streamedWork(this.#d.dispatchers, req, hasBody), params, signal, banHost(r.origin));
+    });
   }
 
   async #run<R>(work: Work<R>, params: ProxyParams, signal: AbortSignal, host: string): Promise<Outcome<R>> {

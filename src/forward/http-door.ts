@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { HOP_BY_HOP as UPSTREAM_HOP_BY_HOP } from '../upstream/send.ts';
 import { type Refusal, refusal } from './answers.ts';
 import type { ForwardGateway } from './gateway.ts';
-import { basicCredentials, type ListenerAuth } from './listener-auth.ts';
+import { basicCredentials, type ListenerAuth, type Verdict } from './listener-auth.ts';
 import type { ForwardMetrics } from './metrics.ts';
 import { mergeHeaders, type ProxyParams, parseUsername } from './params.ts';
 
@@ -32,18 +32,26 @@ function one(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
-/** The client's parameters, or the refusal to answer with. */
-export async function admit(
-  auth: ListenerAuth,
-  req: IncomingMessage,
-): Promise<{ ok: true; params: ProxyParams } | { ok: false; refusal: Refusal }> {
+export type Admission = { ok: true; params: ProxyParams } | { ok: false; refusal: Refusal };
+
+/**
+ * The client's parameters, or the refusal to answer with; at once (no promise) when auth is off, the
+ * common case on every request and tunnel.
+ */
+export function admit(auth: ListenerAuth, req: IncomingMessage): Admission | Promise<Admission> {
   const creds = basicCredentials(one(req.headers['proxy-authorization']));
-  const verdict = await auth.check({
+  const verdict = auth.check({
     listener: 'http',
     clientIp: () => req.socket.remoteAddress ?? '',
     method: req.method ?? '',
     password: creds?.password ?? null,
   });
+  return verdict instanceof Promise
+    ? verdict.then((v) => admission(v, creds?.username ?? null, req))
+    : admission(verdict, creds?.username ?? null, req);
+}
+
+function admission(verdict: Verdict, username: string | null, req: IncomingMessage): Admission {
   if (verdict.type === 'refused') {
     const headers = { 'proxy-authenticate': 'Basic realm="rota"' };
     return { ok: false, refusal: refusal('PROXY_AUTH_REQUIRED', 'Proxy authentication required', headers) };
@@ -52,7 +60,7 @@ export async function admit(
     const headers = { 'retry-after': String(verdict.retryAfterS) };
     return { ok: false, refusal: refusal('RATE_LIMIT_EXCEEDED', 'Too many refused attempts', headers) };
   }
-  const fromUser = parseUsername(creds?.username ?? null);
+  const fromUser = parseUsername(username);
   const merged = fromUser.ok
     ? mergeHeaders(fromUser.params, {
         session: one(req.headers['x-rota-session']),

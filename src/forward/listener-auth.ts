@@ -39,6 +39,8 @@ function digest(b: Buffer): Buffer {
   return createHash('sha256').update(b).digest();
 }
 
+const OK: Verdict = Object.freeze({ type: 'ok' });
+
 export class ListenerAuth {
   readonly #d: ListenerAuthDeps;
   readonly #expected: Buffer | null;
@@ -52,8 +54,13 @@ export class ListenerAuth {
     return this.#d.requireAuth;
   }
 
-  async check(p: Presented): Promise<Verdict> {
-    if (!this.#d.requireAuth) return { type: 'ok' };
+  /** With auth off, the verdict at once (no promise): every listener call asks. */
+  check(p: Presented): Verdict | Promise<Verdict> {
+    if (!this.#d.requireAuth) return OK;
+    return this.#check(p);
+  }
+
+  async #check(p: Presented): Promise<Verdict> {
     const rate = this.#d.rate();
     const key = defaultLimitKey(`ip:${ipBucket(p.clientIp())}`);
     const seen = await this.#d.counter.peek(key, rate.windowMs);

@@ -99,7 +99,24 @@ export class SsrfGuard {
     }
   }
 
-  private async checkUrl(url: URL): Promise<SsrfVerdict> {
+  /**
+   * The verdict when it needs no DNS lookup (a literal address, an allowed or refused name, a name
+   * resolved within the cache's lifetime); null when only check() can tell. The listeners ask this first,
+   * so that the common call is decided without a promise.
+   */
+  checkKnown(url: URL): SsrfVerdict | null {
+    try {
+      const early = this.#beforeDns(url);
+      if (typeof early !== 'string') return early;
+      const cached = this.answers?.get(early);
+      return cached === undefined ? null : this.verdict(url, cached, 'dns');
+    } catch {
+      return null; // check() decides, and turns the surprise into a refusal
+    }
+  }
+
+  /** A verdict reached without DNS, or the host name to resolve. */
+  #beforeDns(url: URL): SsrfVerdict | string {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return reject('scheme');
     if (url.username !== '' || url.password !== '') return reject('credentials');
     // The host the HTTP client will connect to is exactly the one WHATWG parsing yields (backslashes,
@@ -112,6 +129,13 @@ export class SsrfGuard {
     if (this.allow.hasHost(host)) return { ok: true, url: url.href, addresses: [] };
     const byName = hostNameReason(host);
     if (byName) return reject(byName, 'name');
+    return host;
+  }
+
+  private async checkUrl(url: URL): Promise<SsrfVerdict> {
+    const early = this.#beforeDns(url);
+    if (typeof early !== 'string') return early;
+    const host = early;
     const addresses = await this.addressesOf(host);
     if (addresses === null) return reject('unresolvable');
     return this.verdict(url, addresses, 'dns');
