@@ -5,7 +5,7 @@ export const PATTERN_WINDOW = 64 * 1024;
 
 export interface TargetAnswer {
   readonly status: number;
-  readonly headers: Readonly<Record<string, string | string[]>>;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   /** The body, or its first bytes; null when not available (a streamed answer is judged by status). */
   readonly body: Buffer | null;
 }

@@ -37,7 +37,7 @@ export interface StreamedRequest {
 
 export interface StreamedResponse {
   readonly statusCode: number;
-  readonly headers: Record<string, string | string[]>;
+  readonly headers: IncomingHttpHeaders;
   /** Written into the client's response with pipeTo(); destroying it aborts the upstream request. */
   readonly body: ResponseBody;
 }
@@ -82,12 +82,6 @@ class LazyBody extends Readable {
     this.#src.pause();
     cb(err);
   }
-}
-
-function headersOf(h: IncomingHttpHeaders): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = v;
-  return out;
 }
 
 function deadlineError(phase: AttemptPhase): UpstreamError {
@@ -151,7 +145,8 @@ class StreamAttempt implements Dispatcher.DispatchHandler {
     this.onStart?.();
     const body = new ResponseBody(c);
     this.#body = body;
-    this.#resolve({ statusCode: status, headers: headersOf(headers), body });
+    // undici's own parsed object, not copied: the listener filters it into the client's answer.
+    this.#resolve({ statusCode: status, headers, body });
   }
 
   onResponseData(_c: Dispatcher.DispatchController, chunk: Buffer): void {
