@@ -29,9 +29,37 @@ interface Described {
   readonly help: string;
 }
 
-/** Registers `view` as a metric of `registry` (prom-client reads name, get() and reset()). */
-function register(registry: Registry, view: Described & { type: string; get(): Promise<object> }): void {
-  registry.registerMetric(view as unknown as Metric);
+/**
+ * What both kinds share: the rows by key, and the metric shape prom-client's registry reads (name,
+ * help, type, get(), reset()).
+ */
+abstract class Tally<Row> {
+  readonly name: string;
+  readonly help: string;
+  abstract readonly type: 'counter' | 'histogram';
+  readonly aggregator = 'sum';
+  protected readonly rows = new Map<string, Row>();
+
+  constructor(d: Described, registry: Registry) {
+    this.name = d.name;
+    this.help = d.help;
+    registry.registerMetric(this as unknown as Metric);
+  }
+
+  delete(key: string): void {
+    this.rows.delete(key);
+  }
+
+  reset(): void {
+    this.rows.clear();
+  }
+
+  protected abstract values(): Value[];
+
+  async get() {
+    const { name, help, type, aggregator } = this;
+    return { name, help, type, values: this.values(), aggregator };
+  }
 }
 
 interface CounterRow {
@@ -39,38 +67,20 @@ interface CounterRow {
   value: number;
 }
 
-export class TallyCounter {
-  readonly name: string;
-  readonly help: string;
+export class TallyCounter extends Tally<CounterRow> {
   readonly type = 'counter';
-  readonly aggregator = 'sum';
-  readonly #rows = new Map<string, CounterRow>();
-
-  constructor(d: Described, registry: Registry) {
-    this.name = d.name;
-    this.help = d.help;
-    register(registry, this);
-  }
 
   /** Adds `n` to the row `key`; `labels` is read only when the row is new. */
   inc(key: string, labels: Labels, n = 1): void {
-    const row = this.#rows.get(key);
+    const row = this.rows.get(key);
     if (row) row.value += n;
-    else this.#rows.set(key, { labels, value: n });
+    else this.rows.set(key, { labels, value: n });
   }
 
-  delete(key: string): void {
-    this.#rows.delete(key);
-  }
-
-  reset(): void {
-    this.#rows.clear();
-  }
-
-  async get() {
+  protected values(): Value[] {
     const values: Value[] = [];
-    for (const r of this.#rows.values()) values.push({ labels: { ...r.labels }, value: r.value });
-    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+    for (const r of this.rows.values()) values.push({ labels: { ...r.labels }, value: r.value });
+    return values;
   }
 }
 
@@ -82,27 +92,21 @@ interface HistogramRow {
   count: number;
 }
 
-export class TallyHistogram {
-  readonly name: string;
-  readonly help: string;
+export class TallyHistogram extends Tally<HistogramRow> {
   readonly type = 'histogram';
-  readonly aggregator = 'sum';
   readonly #bounds: readonly number[];
-  readonly #rows = new Map<string, HistogramRow>();
 
   constructor(d: Described & { readonly buckets: readonly number[] }, registry: Registry) {
-    this.name = d.name;
-    this.help = d.help;
+    super(d, registry);
     this.#bounds = [...d.buckets].sort((a, b) => a - b);
-    register(registry, this);
   }
 
   /** Records `v` in the row `key`; `labels` is read only when the row is new. */
   observe(key: string, labels: Labels, v: number): void {
-    let row = this.#rows.get(key);
+    let row = this.rows.get(key);
     if (!row) {
       row = { labels, counts: new Float64Array(this.#bounds.length + 1), sum: 0, count: 0 };
-      this.#rows.set(key, row);
+      this.rows.set(key, row);
     }
     const b = this.#bounds;
     let i = 0;
@@ -112,18 +116,10 @@ export class TallyHistogram {
     row.count++;
   }
 
-  delete(key: string): void {
-    this.#rows.delete(key);
-  }
-
-  reset(): void {
-    this.#rows.clear();
-  }
-
-  async get() {
+  protected values(): Value[] {
     const values: Value[] = [];
     const bucket = `${this.name}_bucket`;
-    for (const r of this.#rows.values()) {
+    for (const r of this.rows.values()) {
       let acc = 0;
       for (let i = 0; i < this.#bounds.length; i++) {
         acc += r.counts[i]!;
@@ -133,6 +129,6 @@ export class TallyHistogram {
       values.push({ labels: { ...r.labels }, value: r.sum, metricName: `${this.name}_sum` });
       values.push({ labels: { ...r.labels }, value: r.count, metricName: `${this.name}_count` });
     }
-    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+    return values;
   }
 }
