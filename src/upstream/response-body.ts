@@ -22,7 +22,6 @@ export interface BodySink {
   end(): void;
   destroy(): void;
   on(event: 'drain' | 'close', listener: () => void): unknown;
-  readonly writableFinished: boolean;
 }
 
 /**
@@ -47,11 +46,6 @@ export class ResponseBody {
     this.#controller = controller;
   }
 
-  /** True once the proxy has sent the whole body. */
-  get ended(): boolean {
-    return this.#state === 'ended';
-  }
-
   /**
    * Writes the body into `sink`, with backpressure, and calls `done` once with the bytes written when
    * it ends, fails, or the sink closes first (which aborts the upstream request at once).
@@ -74,13 +68,13 @@ export class ResponseBody {
   }
 
   /** Nobody will read it: the upstream request is aborted (a no-op once the body ended). */
-  destroy(reason?: Error): void {
+  destroy(): void {
     this.#held = [];
     if (this.#state !== 'receiving') return;
     this.#state = 'abandoned';
     if (!this.#controller.aborted) {
       this.#controller.abort(
-        reason ?? new UpstreamError('aborted', 'the answer was abandoned', { mayHaveReachedTarget: true }),
+        new UpstreamError('aborted', 'the answer was abandoned', { mayHaveReachedTarget: true }),
       );
     }
     this.#sink?.destroy();
