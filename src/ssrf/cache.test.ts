@@ -73,6 +73,33 @@ describe('SsrfGuard caches', () => {
     assert.deepEqual(dns.asked, ['a.example', 'a.example']);
   });
 
+  it('checkKnown decides without DNS what needs none, and agrees with check()', async () => {
+    let now = 0;
+    const dns = countingDns({ 'd.example': ['93.184.215.14'], 'e.example': ['10.0.0.1'] });
+    const g = new SsrfGuard({ allow: [], resolve: dns.resolve, dnsCacheTtlMs: 30_000, now: () => now });
+    const reason = (v: ReturnType<SsrfGuard['checkKnown']>) => (v === null ? null : v.ok ? 'ok' : v.reason);
+    assert.equal(reason(g.checkKnown(new URL('http://93.184.215.14/'))), 'ok');
+    assert.equal(reason(g.checkKnown(new URL('http://127.0.0.1/'))), 'loopback');
+    assert.equal(reason(g.checkKnown(new URL('http://u:p@93.184.215.14/'))), 'credentials');
+    assert.equal(reason(g.checkKnown(new URL('http://localhost/'))), 'loopback');
+    assert.equal(
+      g.checkKnown(new URL('http://d.example/')),
+      null,
+      'a name not yet resolved: check() decides',
+    );
+    assert.deepEqual(dns.asked, [], 'checkKnown never resolves');
+    await g.check('http://d.example/');
+    await g.check('http://e.example/');
+    assert.equal(reason(g.checkKnown(new URL('http://d.example/'))), 'ok');
+    assert.equal(
+      reason(g.checkKnown(new URL('http://e.example/'))),
+      'private',
+      'a cached answer is classified',
+    );
+    now = 30_000;
+    assert.equal(g.checkKnown(new URL('http://e.example/')), null, 'an expired answer is not used');
+  });
+
   it('never caches a failed resolution', async () => {
     const answers: Record<string, string[]> = {};
     const dns = countingDns(answers);
