@@ -1,8 +1,8 @@
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
-import type { buildConnector, Dispatcher } from 'undici';
-import { Agent } from './agent.ts';
+import type { buildConnector } from 'undici';
+import { Agent, Pool } from './agent.ts';
 import { classifyTargetTlsError, dialTimeout } from './classify.ts';
 import type { DirectReads } from './direct-reads.ts';
 import { UpstreamError, type UpstreamTlsOptions } from './types.ts';
@@ -218,17 +218,26 @@ export function toConnector(
 }
 
 /**
- * One long-lived Agent per proxy. pipelining 1: a proxy connection carries one request at a time, so a
+ * One long-lived Agent (or Pool) per proxy. pipelining 1: a proxy connection carries one request at a time, so a
  * slow answer never holds up another. keepAliveTimeout stays short (undici shortens it further when the
  * server announces its own) because a proxy closing an idle connection under us costs a failed attempt.
  */
-export function makeAgent(connect: buildConnector.connector, opts: DialerOptions): Dispatcher {
-  return new Agent({
+function poolOptions(connect: buildConnector.connector, opts: DialerOptions) {
+  return {
     connect,
     allowH2: false,
     pipelining: 1,
     connections: opts.connections ?? 32,
     keepAliveTimeout: 4_000,
     keepAliveMaxTimeout: 60_000,
-  });
+  };
+}
+
+export function makeAgent(connect: buildConnector.connector, opts: DialerOptions): Agent {
+  return new Agent(poolOptions(connect, opts));
+}
+
+/** The same settings for one origin: an http:// proxy's pool of absolute-URI connections. */
+export function makePool(origin: string, connect: buildConnector.connector, opts: DialerOptions): Pool {
+  return new Pool(origin, poolOptions(connect, opts));
 }

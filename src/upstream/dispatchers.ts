@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Dispatcher } from 'undici';
 import type { ProxyRecord } from '../pool/types.ts';
 import type { DialerOptions } from './dial.ts';
 import { createHttpProxyDispatcher } from './http-proxy.ts';
+import type { ProxyDispatcher } from './proxy-dispatcher.ts';
 import { createSocksDispatcher } from './socks.ts';
 import { openTunnel, type TunnelTarget } from './tunnel.ts';
 import type { UpstreamTlsOptions } from './types.ts';
@@ -27,7 +27,7 @@ interface Entry {
   /** The last record seen for this id: records are immutable, so the same object needs no fingerprint. */
   record: ProxyRecord;
   readonly fingerprint: string;
-  readonly dispatcher: Dispatcher;
+  readonly dispatcher: ProxyDispatcher;
 }
 
 /** Changes to any of these make the cached dispatcher wrong (a PUT may change address or credentials). */
@@ -36,7 +36,7 @@ function fingerprint(r: ProxyRecord): string {
   return createHash('sha256').update(parts.join('\u0001')).digest('base64');
 }
 
-export function createDispatcher(record: ProxyRecord, opts: DialerOptions): Dispatcher {
+export function createDispatcher(record: ProxyRecord, opts: DialerOptions): ProxyDispatcher {
   switch (record.protocol) {
     case 'http':
     case 'https':
@@ -74,7 +74,7 @@ export class DispatcherCache {
     return this.#entries.size;
   }
 
-  get(record: ProxyRecord): Dispatcher {
+  get(record: ProxyRecord): ProxyDispatcher {
     const entry = this.#entries.get(record.id);
     // The hot path: the pool hands out the same record object until the proxy is updated.
     if (entry?.record === record) return entry.dispatcher;
@@ -108,23 +108,12 @@ export class DispatcherCache {
     await Promise.all([...all.map((e) => this.#retire(e.dispatcher)), ...this.#closing]);
   }
 
-  #retire(dispatcher: Dispatcher): Promise<void> {
+  #retire(dispatcher: ProxyDispatcher): Promise<void> {
     const done = closeWithGrace(dispatcher, this.#closeGraceMs);
     this.#closing.add(done);
     void done.finally(() => this.#closing.delete(done));
     return done;
   }
-}
-
-interface OriginStats {
-  readonly running?: number;
-  readonly pending?: number;
-  readonly queued?: number;
-}
-
-function busy(dispatcher: Dispatcher): boolean {
-  const stats = (dispatcher as unknown as { stats?: Record<string, OriginStats> }).stats ?? {};
-  return Object.values(stats).some((s) => (s.running ?? 0) + (s.pending ?? 0) + (s.queued ?? 0) > 0);
 }
 
 /**
@@ -133,9 +122,9 @@ function busy(dispatcher: Dispatcher): boolean {
  * and a request still in flight would run on through a deleted proxy. The dispatcher is already out of
  * the cache, so nothing new is sent through it meanwhile.
  */
-async function closeWithGrace(dispatcher: Dispatcher, graceMs: number): Promise<void> {
+async function closeWithGrace(dispatcher: ProxyDispatcher, graceMs: number): Promise<void> {
   const until = performance.now() + graceMs;
-  while (busy(dispatcher) && performance.now() < until) {
+  while (dispatcher.busy() && performance.now() < until) {
     await sleep(Math.min(50, Math.max(1, until - performance.now())));
   }
   try {

@@ -16,20 +16,13 @@
  *             GET /path HTTP/1.1                     (the proxy sees only ciphertext)
  *
  * All plain-http targets share one keep-alive pool of connections to the proxy (the requests carry
- * absolute URIs, so one connection can serve any target); each https target origin has its own pool of
- * tunnels. Reaching the proxy, TLS with it and the CONNECT exchange share one connect-timeout budget.
+ * absolute URIs, so one connection can serve any target: absolute-form.ts); each https target origin
+ * has its own pool of tunnels. Reaching the proxy, TLS with it and the CONNECT exchange share one connect-timeout budget.
  */
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Dispatcher } from 'undici';
-import { OriginCache } from '../lib/origin-cache.ts';
 import type { ProxyRecord } from '../pool/types.ts';
-import {
-  classifyProxyDialError,
-  connectStatusError,
-  proxyAuthRequired,
-  proxyCouldNotReachTarget,
-} from './classify.ts';
+import { HttpProxyDispatcher } from './absolute-form.ts';
+import { classifyProxyDialError, connectStatusError } from './classify.ts';
 import {
   assertProxyAllowed,
   authority,
@@ -38,11 +31,13 @@ import {
   DialBudget,
   type DialerOptions,
   makeAgent,
+  makePool,
   type TargetAddress,
   targetTls,
   toConnector,
 } from './dial.ts';
 import type { DirectReads } from './direct-reads.ts';
+import type { ProxyDispatcher } from './proxy-dispatcher.ts';
 import { UpstreamError } from './types.ts';
 
 const MAX_CONNECT_HEAD = 16 * 1024;
@@ -133,115 +128,7 @@ export async function dialProxy(
   }
 }
 
-/**
- * tinyproxy answers wrong credentials with 401 + `WWW-Authenticate: Basic realm="Tinyproxy"` instead of
- * 407. A target's own 401 is its answer and must come back as a response, so only that exact
- * signature (realm and Server header) is taken for the proxy's refusal.
- */
-function isTinyproxyRefusal(status: number, headers: IncomingHttpHeaders): boolean {
-  if (status !== 401) return false;
-  const server = String(headers.server ?? '');
-  return (
-    server.startsWith('tinyproxy/') && /realm="Tinyproxy"/.test(String(headers['www-authenticate'] ?? ''))
-  );
-}
-
-/**
- * An error page the proxy wrote itself because it could not reach the target, as opposed to a 5xx the
- * target answered. Recognised only by unambiguous signatures: RFC 9209 `Proxy-Status` with a
- * connect-phase error, Squid's `X-Squid-Error` for a failed connect or lookup, and tinyproxy's own 500
- * ("Unable to connect"; it stamps `Server: tinyproxy/…` only on pages it generates).
- */
-const CONNECT_PHASE =
-  /\berror=(dns_error|dns_timeout|destination_not_found|destination_unavailable|destination_ip_unroutable|connection_refused|connection_timeout)\b/;
-
-function proxyCouldNotConnect(status: number, headers: IncomingHttpHeaders): boolean {
-  if (status < 500 || status > 599) return false;
-  if (CONNECT_PHASE.test(String(headers['proxy-status'] ?? ''))) return true;
-  if (/^ERR_(CONNECT_FAIL|DNS_FAIL)\b/.test(String(headers['x-squid-error'] ?? ''))) return true;
-  return status === 500 && String(headers.server ?? '').startsWith('tinyproxy/');
-}
-
-/**
- * A handler wrapper that turns the proxy's own refusals and error pages into failures (absolute-URI
- * form). A class rather than an object of closures: one allocation per request on the GET path.
- */
-class GuardedHandler implements Dispatcher.DispatchHandler {
-  readonly #h: Dispatcher.DispatchHandler;
-  constructor(handler: Dispatcher.DispatchHandler) {
-    this.#h = handler;
-  }
-  onRequestStart(c: Dispatcher.DispatchController, ctx: unknown): void {
-    this.#h.onRequestStart?.(c, ctx);
-  }
-  onRequestUpgrade(
-    c: Dispatcher.DispatchController,
-    status: number,
-    headers: IncomingHttpHeaders,
-    socket: Duplex,
-  ): void {
-    this.#h.onRequestUpgrade?.(c, status, headers, socket);
-  }
-  onResponseStart(
-    c: Dispatcher.DispatchController,
-    status: number,
-    headers: IncomingHttpHeaders,
-    message: string,
-  ): void {
-    if (status === 407 || isTinyproxyRefusal(status, headers)) c.abort(proxyAuthRequired(status));
-    else if (proxyCouldNotConnect(status, headers)) c.abort(proxyCouldNotReachTarget(status));
-    else this.#h.onResponseStart?.(c, status, headers, message);
-  }
-  onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.#h.onResponseData?.(c, chunk);
-  }
-  onResponseEnd(c: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
-    this.#h.onResponseEnd?.(c, trailers);
-  }
-  onResponseError(c: Dispatcher.DispatchController, err: Error): void {
-    this.#h.onResponseError?.(c, err);
-  }
-}
-
-type HeaderMap = Record<string, string | string[]>;
-
-/** Any header shape undici accepts, as a plain object with lower-case names. */
-function headerMap(headers: Dispatcher.DispatchOptions['headers']): HeaderMap {
-  const out: HeaderMap = {};
-  const put = (k: unknown, v: unknown) => {
-    if (v === undefined || v === null) return;
-    out[String(k).toLowerCase()] = Array.isArray(v) ? v.map(String) : String(v);
-  };
-  if (headers == null) return out;
-  if (Array.isArray(headers)) {
-    for (let i = 0; i + 1 < headers.length; i += 2) put(headers[i], headers[i + 1]);
-  } else if (Symbol.iterator in headers) {
-    for (const [k, v] of headers) put(k, v);
-  } else {
-    // A plain object (the listener's and POST request's case): no entry arrays.
-    const plain = headers as Record<string, unknown>;
-    for (const k in plain) put(k, plain[k]);
-  }
-  return out;
-}
-
-/** Rewrites plain-http requests to the absolute-URI form, sent to the proxy's shared origin. */
-function absoluteUri(forwardOrigin: string, auth: string | null): Dispatcher.DispatcherComposeInterceptor {
-  const origins = new OriginCache();
-  return (dispatch) => (opts, handler) => {
-    // Read only (protocol, host, origin): a shared parsed URL is safe.
-    const origin = origins.get(String(opts.origin));
-    if (origin.protocol !== 'http:') return dispatch(opts, handler);
-    const headers = headerMap(opts.headers);
-    headers.host = origin.host;
-    if (auth === null) delete headers['proxy-authorization'];
-    else headers['proxy-authorization'] = auth;
-    const path = `${origin.origin}${opts.path}`;
-    return dispatch({ ...opts, origin: forwardOrigin, path, headers }, new GuardedHandler(handler));
-  };
-}
-
-export function createHttpProxyDispatcher(record: ProxyRecord, opts: DialerOptions): Dispatcher {
+export function createHttpProxyDispatcher(record: ProxyRecord, opts: DialerOptions): ProxyDispatcher {
   const auth = basicAuth(record.username, record.password);
   const connect = toConnector(async (target) => {
     const budget = new DialBudget(opts.connectTimeoutMs);
@@ -257,5 +144,9 @@ export function createHttpProxyDispatcher(record: ProxyRecord, opts: DialerOptio
     }
   });
   const forwardOrigin = `http://${authority(record.host, record.port)}`;
-  return makeAgent(connect, opts).compose(absoluteUri(forwardOrigin, auth));
+  return new HttpProxyDispatcher(
+    makePool(forwardOrigin, connect, opts),
+    () => makeAgent(connect, opts),
+    auth,
+  );
 }

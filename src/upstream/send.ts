@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { type AttemptPhase, classifySendError } from './classify.ts';
+import type { ProxyDispatcher } from './proxy-dispatcher.ts';
 import { UpstreamError, type UpstreamRequest, type UpstreamResponse } from './types.ts';
 
 /**
@@ -168,7 +169,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 }
 
-export function send(dispatcher: Dispatcher, req: UpstreamRequest): Promise<UpstreamResponse> {
+export function send(dispatcher: ProxyDispatcher, req: UpstreamRequest): Promise<UpstreamResponse> {
   const remaining = req.deadline - performance.now();
   if (remaining <= 0) return Promise.reject(deadlineError('queued'));
   if (req.signal?.aborted) return Promise.reject(callerAbort('queued'));

@@ -16,7 +16,6 @@
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
 import { SocksClient, type SocksProxy } from 'socks';
-import type { Dispatcher } from 'undici';
 import type { ProxyRecord } from '../pool/types.ts';
 import { classifySocksError, safeCause } from './classify.ts';
 import {
@@ -27,6 +26,7 @@ import {
   targetTls,
   toConnector,
 } from './dial.ts';
+import { AgentDispatcher, type ProxyDispatcher } from './proxy-dispatcher.ts';
 import { UpstreamError } from './types.ts';
 
 export type SocksProtocol = 'socks4' | 'socks4a' | 'socks5' | 'socks5h';
@@ -111,7 +111,7 @@ export async function openSocks(
   }
 }
 
-export function createSocksDispatcher(record: ProxyRecord, opts: DialerOptions): Dispatcher {
+export function createSocksDispatcher(record: ProxyRecord, opts: DialerOptions): ProxyDispatcher {
   const protocol = record.protocol as SocksProtocol;
   const connect = toConnector(async (target) => {
     const socket = await openSocks(
@@ -125,5 +125,5 @@ export function createSocksDispatcher(record: ProxyRecord, opts: DialerOptions):
     if (target.protocol === 'http:') return socket;
     return targetTls(socket, target, opts.tls, opts.connectTimeoutMs);
   });
-  return makeAgent(connect, opts);
+  return new AgentDispatcher(makeAgent(connect, opts));
 }

@@ -12,6 +12,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { type AttemptPhase, classifySendError } from './classify.ts';
+import type { ProxyDispatcher } from './proxy-dispatcher.ts';
 import { ResponseBody } from './response-body.ts';
 import { UpstreamError } from './types.ts';
 
@@ -166,7 +167,7 @@ class StreamAttempt implements Dispatcher.DispatchHandler {
   }
 }
 
-export function stream(dispatcher: Dispatcher, req: StreamedRequest): Promise<StreamedResponse> {
+export function stream(dispatcher: ProxyDispatcher, req: StreamedRequest): Promise<StreamedResponse> {
   const remaining = req.deadline - performance.now();
   if (remaining <= 0) return Promise.reject(deadlineError('queued'));
   if (req.signal?.aborted) {
