@@ -23,6 +23,8 @@ import type { Work } from './work.ts';
 
 export type { CallInput, CallResult, ExecutorDeps } from './call.ts';
 
+type Step = 'started' | 'again' | 'none';
+
 /**
  * One proxied call, whatever the door (POST request, an absolute-URI request or a tunnel of the
  * listeners): pick a proxy, run the call's Work through it, and on failure fail over to a different
@@ -81,7 +83,11 @@ export class Executor {
     };
     let start = true;
     for (;;) {
-      if (start && (await this.startAttempt(c, s)) === 'again') continue;
+      if (start) {
+        // Decided without a promise unless it has to wait (a back-off, a free slot): the common case.
+        const step = this.startAttempt(c, s);
+        if ((typeof step === 'string' ? step : await step) === 'again') continue;
+      }
       if (inflight.size === 0) break;
       const ev = await inflight.next(this.d.monotonic);
       // An attempt through an unproven proxy stalled: ask another proxy too, keep waiting for both.
@@ -109,7 +115,7 @@ export class Executor {
    * Picks a proxy and starts an attempt through it: `started`, `again` (lost a half-open trial slot to a
    * concurrent call: not an attempt, pick again) or `none` (no attempt is worth starting now).
    */
-  private async startAttempt<R>(c: Call<R>, s: CallState<R>): Promise<'started' | 'again' | 'none'> {
+  private startAttempt<R>(c: Call<R>, s: CallState<R>): Step | Promise<Step> {
     const { attempts, inflight, policy, deadline } = c;
     if (attempts.length + inflight.size >= policy.max_attempts) return 'none';
     // A target answer in hand beats a timeout error: past the deadline the caller gets that answer.
@@ -117,20 +123,20 @@ export class Executor {
       if (s.answer || inflight.size > 0) return 'none';
       throw callError(s.lastError, s.failed, true);
     }
-    if (s.pause) {
-      if (inflight.size > 0) return 'none';
-      if (!(await this.waitBeforeRetry(c, s, attempts.length + 1))) return 'none';
-    }
+    if (!s.pause) return this.pickAndLaunch(c, s);
+    if (inflight.size > 0) return 'none';
+    return this.waitBeforeRetry(c, s, attempts.length + 1).then((go) =>
+      go ? this.pickAndLaunch(c, s) : 'none',
+    );
+  }
+
+  private pickAndLaunch<R>(c: Call<R>, s: CallState<R>): Step | Promise<Step> {
+    const { attempts, inflight } = c;
     const sel = this.selection(c, s);
     const entry = this.d.selector.pick(sel);
     if (!entry) {
       // Every proxy that could serve is at ROTA_PROXY_MAX_IN_FLIGHT: wait for a slot, not overload one.
-      if (inflight.size === 0 && this.d.selector.cappedOnly(sel)) {
-        const left = deadline - this.d.monotonic();
-        if (await this.d.selector.waitForSlot(left, c.input.signal)) return 'again';
-        if (s.answer) return 'none';
-        throw callError(s.lastError, s.failed, true);
-      }
+      if (inflight.size === 0 && this.d.selector.cappedOnly(sel)) return this.waitForSlot(c, s);
       if (s.tried.size === 0) throw this.poolEmpty(c.input.onlyCountry);
       return 'none';
     }
@@ -140,6 +146,13 @@ export class Executor {
     s.made++;
     this.launch(c, entry, permit, attempts.length + inflight.size + 1);
     return 'started';
+  }
+
+  private async waitForSlot<R>(c: Call<R>, s: CallState<R>): Promise<Step> {
+    const left = c.deadline - this.d.monotonic();
+    if (await this.d.selector.waitForSlot(left, c.input.signal)) return 'again';
+    if (s.answer) return 'none';
+    throw callError(s.lastError, s.failed, true);
   }
 
   private selection<R>(c: Call<R>, s: CallState<R>) {
@@ -163,7 +176,7 @@ export class Executor {
       delayMs: this.d.hedgeDelayMs,
     };
     const hedgeAt = hedgeTime(hedge, entry, n, slice, now);
-    const attempt = (extra: { signal?: AbortSignal | undefined; onResponseStart?: () => void }) =>
+    const attempt = (signal: AbortSignal | undefined, onResponseStart: (() => void) | undefined) =>
       runAttempt(this.d, {
         entry,
         permit,
@@ -173,11 +186,12 @@ export class Executor {
         deadline: slice,
         retryStatusCodes: policy.retry_status_codes,
         attempts: c.attempts,
-        ...extra,
+        signal,
+        onResponseStart,
       });
     if (hedgeAt === null && c.inflight.size === 0) {
       // The common case: one attempt at a time, nothing to cancel it but the caller.
-      const done = attempt({ signal: input.signal });
+      const done = attempt(input.signal, undefined);
       c.inflight.add({ entry, n, startedAt: now, done, hedgeAt, stalled: false, cancel: null, detach: null });
       return;
     }
@@ -195,7 +209,7 @@ export class Executor {
     const onResponseStart = () => {
       if (run) run.hedgeAt = null;
     };
-    const done = attempt({ signal: own.signal, onResponseStart });
+    const done = attempt(own.signal, onResponseStart);
     void done.then(detach);
     run = { entry, n, startedAt: now, done, hedgeAt, stalled: false, cancel, detach };
     c.inflight.add(run);

@@ -95,35 +95,13 @@ export function streamedWork(
 /**
  * A CONNECT or SOCKS5 tunnel: a socket connected to the target through the proxy. The attempt's deadline
  * passing is a `timeout` (the proxy did not get through in time: its fault); the caller leaving is
- * `aborted` (nobody's).
+ * `aborted` (nobody's). Both are watched by the tunnel's own budget (upstream/tunnel.ts).
  */
 export function tunnelWork(dispatchers: DispatcherCache, target: TunnelTarget): Work<Duplex> {
   return {
     method: 'CONNECT',
     replay: 'always',
-    run: async (a) => {
-      const ctl = new AbortController();
-      // The error is made only when the deadline passes: an Error captures its stack when constructed,
-      // and one made for every tunnel, almost never thrown, was the largest single cost of the tunnel
-      // path in a --cpu-prof.
-      const late = () =>
-        ctl.abort(
-          new UpstreamError('timeout', 'deadline reached before the tunnel was open', {
-            mayHaveReachedTarget: false,
-          }),
-        );
-      const timer = setTimeout(late, Math.max(0, a.deadline - performance.now()));
-      const gone = () =>
-        ctl.abort(new UpstreamError('aborted', 'the caller left', { mayHaveReachedTarget: false }));
-      if (a.signal?.aborted) gone();
-      else a.signal?.addEventListener('abort', gone, { once: true });
-      try {
-        return await dispatchers.tunnel(a.entry.record, target, ctl.signal);
-      } finally {
-        clearTimeout(timer);
-        a.signal?.removeEventListener('abort', gone);
-      }
-    },
+    run: (a) => dispatchers.tunnel(a.entry.record, target, { deadline: a.deadline, signal: a.signal }),
     answer: () => null,
     discard: (socket) => socket.destroy(),
   };

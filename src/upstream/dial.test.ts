@@ -12,23 +12,38 @@ test('a dial budget aborts with a timeout error of its own when it runs out', as
   assert.equal((b.signal.reason as UpstreamError).kind, 'timeout');
 });
 
-test("with a parent, the parent's abort (and its reason) reaches the budget's signal", () => {
+test("the caller's signal aborting reaches the budget's signal as an `aborted` error", () => {
   const parent = new AbortController();
-  const b = new DialBudget(10_000, parent.signal);
-  const why = new Error('caller left');
-  parent.abort(why);
+  const b = new DialBudget(10_000, { deadline: performance.now() + 10_000, signal: parent.signal });
+  parent.abort(new Error('caller left'));
   assert.equal(b.signal.aborted, true);
-  assert.equal(b.signal.reason, why);
+  assert.equal((b.signal.reason as UpstreamError).kind, 'aborted');
   b.done();
 });
 
-test('a parent already aborted aborts the budget at once; done() stops listening to the parent', () => {
+test('a signal already aborted aborts the budget at once; done() stops listening to it', () => {
   const gone = new AbortController();
   gone.abort(new Error('before'));
-  assert.equal(new DialBudget(10_000, gone.signal).signal.aborted, true);
+  const deadline = performance.now() + 10_000;
+  assert.equal(new DialBudget(10_000, { deadline, signal: gone.signal }).signal.aborted, true);
   const parent = new AbortController();
-  const b = new DialBudget(10_000, parent.signal);
+  const b = new DialBudget(10_000, { deadline, signal: parent.signal });
   b.done();
   parent.abort(new Error('after done'));
   assert.equal(b.signal.aborted, false, 'a finished dial is not aborted by its caller leaving later');
+});
+
+test('a deadline before the connect budget ends the dial first, with its own timeout message', async () => {
+  const b = new DialBudget(10_000, { deadline: performance.now() + 20 });
+  await sleep(60);
+  assert.equal(b.signal.aborted, true);
+  const why = b.signal.reason as UpstreamError;
+  assert.equal(why.kind, 'timeout');
+  assert.match(why.message, /deadline reached before the tunnel was open/);
+});
+
+test('without a connect budget (a SOCKS dialer keeps its own) only the deadline ends the dial', async () => {
+  const b = new DialBudget(null, { deadline: performance.now() + 20 });
+  await sleep(60);
+  assert.match((b.signal.reason as UpstreamError).message, /deadline reached/);
 });

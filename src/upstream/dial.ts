@@ -53,12 +53,21 @@ export function serverName(hostname: string): string | undefined {
   return net.isIP(hostname) === 0 ? hostname : undefined;
 }
 
+/** What ends a dial early besides its own budget (a tunnel's attempt: upstream/tunnel.ts). */
+export interface DialLimits {
+  /** Monotonic ms by which the dial must be done; past it the dial fails with `timeout`. */
+  readonly deadline: number;
+  /** The caller leaving (or the attempt being released): the dial fails with `aborted`. */
+  readonly signal?: AbortSignal | undefined;
+}
+
 /**
- * One timer for every step of a dial, so the whole of "reaching the proxy" costs at most `ms`; with a
- * `parent`, its signal also aborts (with the parent's reason) when the parent does. One controller and
- * one listener instead of AbortSignal.any(), which keeps weak references to its sources and registers
- * them for finalization: in a --cpu-prof of the CONNECT path it and the garbage it left were ~10 µs of
- * every tunnel.
+ * Everything that may end a dial, as one signal: the connect-timeout budget `ms` for every step of
+ * reaching the proxy (null: none, a dialer that keeps its own), and with `limits` the call's deadline
+ * and the caller leaving. One controller, one timer and one listener: AbortSignal.any() keeps weak
+ * references to its sources and registers them for finalization, and a controller and a timer for the
+ * attempt besides the dial's were, with it, among the larger costs of a tunnel in a --cpu-prof of the
+ * CONNECT path.
  */
 export class DialBudget {
   readonly signal: AbortSignal;
@@ -66,14 +75,27 @@ export class DialBudget {
   readonly #parent: AbortSignal | undefined;
   readonly #onParent: (() => void) | undefined;
 
-  constructor(ms: number, parent?: AbortSignal) {
+  constructor(ms: number | null, limits?: DialLimits) {
     const controller = new AbortController();
     this.signal = controller.signal;
-    this.#timer = setTimeout(() => controller.abort(dialTimeout(ms)), ms);
+    const left =
+      limits === undefined ? Number.POSITIVE_INFINITY : Math.max(0, limits.deadline - performance.now());
+    const dialFirst = ms !== null && ms < left;
+    // The errors are made only when the time comes: an Error captures its stack when constructed.
+    const late = () =>
+      new UpstreamError('timeout', 'deadline reached before the tunnel was open', {
+        mayHaveReachedTarget: false,
+      });
+    this.#timer = setTimeout(
+      () => controller.abort(dialFirst ? dialTimeout(ms) : late()),
+      dialFirst ? ms : left,
+    );
     this.#timer.unref();
+    const parent = limits?.signal;
     if (parent === undefined) return;
     this.#parent = parent;
-    this.#onParent = () => controller.abort(parent.reason);
+    this.#onParent = () =>
+      controller.abort(new UpstreamError('aborted', 'the caller left', { mayHaveReachedTarget: false }));
     if (parent.aborted) this.#onParent();
     else parent.addEventListener('abort', this.#onParent, { once: true });
   }

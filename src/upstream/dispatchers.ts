@@ -6,7 +6,7 @@ import type { DialerOptions } from './dial.ts';
 import { createHttpProxyDispatcher } from './http-proxy.ts';
 import type { ProxyDispatcher } from './proxy-dispatcher.ts';
 import { createSocksDispatcher } from './socks.ts';
-import { openTunnel, type TunnelTarget } from './tunnel.ts';
+import { openTunnel, type TunnelLimits, type TunnelTarget } from './tunnel.ts';
 import type { UpstreamTlsOptions } from './types.ts';
 
 export interface DispatcherCacheOptions {
@@ -90,8 +90,8 @@ export class DispatcherCache {
   }
 
   /** A raw tunnel to `target` through the proxy of `record` (the listeners' CONNECT and SOCKS5). */
-  tunnel(record: ProxyRecord, target: TunnelTarget, signal: AbortSignal): Promise<net.Socket> {
-    return openTunnel(record, target, this.#dialer, signal);
+  tunnel(record: ProxyRecord, target: TunnelTarget, limits: TunnelLimits): Promise<net.Socket> {
+    return openTunnel(record, target, this.#dialer, limits);
   }
 
   /** Called when a proxy is deleted: idle sockets close now, in-flight requests get a short grace. */

@@ -52,6 +52,16 @@ function protocolError(message: string): UpstreamError {
   return new UpstreamError('proxy_protocol', message, { mayHaveReachedTarget: false });
 }
 
+/**
+ * A plain TCP tunnel's CONNECT is written before the socket is connected (tunnel.ts): an error from the
+ * connect itself (or the proxy's name lookup) is a failure to reach the proxy, any later one the proxy
+ * hanging up during CONNECT.
+ */
+function stageOf(err: Error): 'tcp' | 'connect' {
+  const syscall = (err as Error & { syscall?: string }).syscall;
+  return syscall === 'connect' || syscall === 'getaddrinfo' ? 'tcp' : 'connect';
+}
+
 /** Reads the proxy's answer head to CONNECT; bytes after it are put back on the socket. */
 function readConnectHead(socket: Duplex, signal: AbortSignal): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -83,7 +93,7 @@ function readConnectHead(socket: Duplex, signal: AbortSignal): Promise<number> {
       if (rest.length > 0) socket.unshift(rest);
       settle(null, Number(m[1]));
     };
-    const onError = (err: Error) => settle(classifyProxyDialError(err, 'connect'));
+    const onError = (err: Error) => settle(classifyProxyDialError(err, stageOf(err)));
     const onClose = () => settle(classifyProxyDialError(null, 'connect'));
     const onAbort = () => settle(signal.reason);
     if (signal.aborted) return onAbort();

@@ -7,12 +7,12 @@
  *
  * Unlike the dispatchers (dispatchers.ts), nothing here speaks HTTP to the target or keeps a connection
  * for reuse: the socket is handed to the listener, which splices it to its client. Reaching the proxy and
- * its handshake share one connect-timeout budget; `signal` (the call's deadline or its caller leaving)
- * ends the attempt earlier, with its reason as the error.
+ * its handshake share one connect-timeout budget; the call's deadline (`timeout`) or its caller leaving
+ * (`aborted`) end the attempt earlier: one DialBudget watches all three.
  */
-import type net from 'node:net';
+import net from 'node:net';
 import type { ProxyRecord } from '../pool/types.ts';
-import { DialBudget, type DialerOptions } from './dial.ts';
+import { assertProxyAllowed, DialBudget, type DialerOptions, type DialLimits } from './dial.ts';
 import { DirectReads } from './direct-reads.ts';
 import { basicAuth, dialProxy, requestTunnel } from './http-proxy.ts';
 import { openSocks, type SocksProtocol } from './socks.ts';
@@ -23,15 +23,27 @@ export interface TunnelTarget {
   readonly port: number;
 }
 
+/** What ends an attempt to open a tunnel early. */
+export type TunnelLimits = DialLimits;
+
 export async function openTunnel(
   record: ProxyRecord,
   target: TunnelTarget,
   opts: DialerOptions,
-  signal: AbortSignal,
+  limits: TunnelLimits,
 ): Promise<net.Socket> {
-  signal.throwIfAborted();
-  if (record.protocol === 'http' || record.protocol === 'https') return viaHttp(record, target, opts, signal);
-  return viaSocks(record, target, opts, signal);
+  const http = record.protocol === 'http' || record.protocol === 'https';
+  // The `socks` client keeps its own connect timeout.
+  const budget = new DialBudget(http ? opts.connectTimeoutMs : null, limits);
+  const signal = budget.signal;
+  try {
+    signal.throwIfAborted();
+    return await (http ? viaHttp(record, target, opts, signal) : viaSocks(record, target, opts, signal));
+  } catch (err) {
+    throw signal.aborted ? signal.reason : err;
+  } finally {
+    budget.done();
+  }
 }
 
 async function viaHttp(
@@ -40,25 +52,22 @@ async function viaHttp(
   opts: DialerOptions,
   signal: AbortSignal,
 ): Promise<net.Socket> {
-  // One signal for the dial: the connect-timeout budget, or the caller's signal (deadline, client gone).
-  const budget = new DialBudget(opts.connectTimeoutMs, signal);
-  try {
-    // A plain TCP proxy's socket reads into memory of its own (no allocation per chunk once spliced);
-    // TLS to an https:// proxy reads through its own layer.
-    const reads = record.protocol === 'http' ? new DirectReads() : undefined;
-    const socket = (await dialProxy(record, opts, budget.signal, reads)) as net.Socket;
-    try {
-      await requestTunnel(socket, target, basicAuth(record.username, record.password), budget.signal);
-    } catch (err) {
-      socket.destroy();
-      throw err;
-    }
+  const auth = basicAuth(record.username, record.password);
+  if (record.protocol === 'https') {
+    // TLS with the proxy first; the socket reads through its own layer.
+    const socket = (await dialProxy(record, opts, signal)) as unknown as net.Socket;
+    await requestTunnel(socket, target, auth, signal);
     return socket;
-  } catch (err) {
-    throw signal.aborted ? signal.reason : err;
-  } finally {
-    budget.done();
   }
+  // Plain TCP: the CONNECT request is written at once (the socket holds it until it is connected), and
+  // one wait covers the connection and the proxy's answer. The socket reads into memory of its own (no
+  // allocation per chunk once spliced).
+  assertProxyAllowed(record.host, opts);
+  const reads = new DirectReads();
+  const socket = net.connect({ host: record.host, port: record.port, noDelay: true, onread: reads.onread });
+  reads.attach(socket);
+  await requestTunnel(socket, target, auth, signal);
+  return socket;
 }
 
 /** The `socks` client takes no signal: a caller that leaves first gets its answer now, and the late socket is closed. */
