@@ -5,8 +5,9 @@
  *   CONNECT host:port            ──▶ connect.ts    (a tunnel through the pool)
  *   a head Node's parser refuses ──▶ 400 / 431 / 408 here, and the connection closes
  */
-import http from 'node:http';
+import type http from 'node:http';
 import type { Duplex } from 'node:stream';
+import { createServer } from '../lib/node-http.ts';
 import { handleAbsolute } from './absolute.ts';
 import { type Refusal, refusal } from './answers.ts';
 import { handleConnect } from './connect.ts';
@@ -24,7 +25,7 @@ function parserRefusal(err: NodeJS.ErrnoException): Refusal {
 }
 
 export function createHttpListener(d: HttpDoorDeps, onError: (err: unknown) => void): http.Server {
-  const server = http.createServer({
+  const server = createServer({
     headersTimeout: HEAD_TIMEOUT_MS,
     // A streamed upload may take as long as it keeps moving: idleness is the bound, not a total.
     requestTimeout: 0,

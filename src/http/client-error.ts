@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
+import { STATUS_CODES } from '../lib/node-http.ts';
 import { errorBody } from './envelope.ts';
 import { ERROR_STATUS, type ErrorCode } from './errors.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';

@@ -3,8 +3,9 @@
  * and this turns it into what the contract and the docs pages want (operation ids, response
  * descriptions, links between operations, security schemes, optional bodies). Served by docs.ts.
  */
-import { STATUS_CODES } from 'node:http';
+
 import type {} from 'fastify';
+import { STATUS_CODES } from '../lib/node-http.ts';
 import { HANDLER_PATTERN } from './schemas/common.ts';
 
 /** Route schema key for a body that may be left out; @fastify/swagger copies `x-` keys onto the operation. */
