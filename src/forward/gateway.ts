@@ -2,7 +2,7 @@ import type { Duplex, Readable } from 'node:stream';
 import { banHost } from '../bans/judge.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import { OriginCache } from '../lib/origin-cache.ts';
-import type { Executor } from '../outbound/executor.ts';
+import type { CallResult, Executor } from '../outbound/executor.ts';
 import type { Selector } from '../outbound/selector.ts';
 import type { Work } from '../outbound/work.ts';
 import { streamedWork, tunnelWork } from '../outbound/works.ts';
@@ -42,6 +42,14 @@ export interface ForwardedRequest {
   readonly headers: Record<string, string | string[]>;
   readonly body: Readable | null;
   readonly onBodyBytes?: (n: number) => void;
+}
+
+function succeeded<R>(r: CallResult<R>): Outcome<R> {
+  return { ok: true, value: r.response, proxyId: r.proxy.record.id };
+}
+
+function failed(err: unknown): Outcome<never> {
+  return { ok: false, refusal: refusalOf(err) };
 }
 
 function refused(verdict: SsrfVerdict): Refusal | null {
@@ -91,19 +99,17 @@ export class ForwardGateway {
     });
   }
 
-  async #run<R>(work: Work<R>, params: ProxyParams, signal: AbortSignal, host: string): Promise<Outcome<R>> {
-    try {
-      const r = await this.#d.executor.execute<R>({
-        work,
-        timeoutS: this.#d.settings.get().timeout,
-        sessionId: params.sessionId,
-        onlyCountry: params.country,
-        host,
-        signal,
-      });
-      return { ok: true, value: r.response, proxyId: r.proxy.record.id };
-    } catch (err) {
-      return { ok: false, refusal: refusalOf(err) };
-    }
+  #run<R>(work: Work<R>, params: ProxyParams, signal: AbortSignal, host: string): Promise<Outcome<R>> {
+    const call = this.#d.executor.execute<R>({
+      work,
+      timeoutS: this.#d.settings.get().timeout,
+      sessionId: params.sessionId,
+      onlyCountry: params.country,
+      host,
+      signal,
+    });
+    // then() with two functions that capture nothing, rather than an async function: one promise less
+    // and no frame kept per call on the listeners' hottest path.
+    return call.then(succeeded, failed);
   }
 }

@@ -4,8 +4,26 @@
  * URLs handed out are shared, so callers only read them. Bounded so that a caller spraying origins
  * cannot grow it (it starts over when full).
  */
+/**
+ * A parsed origin with the strings read on every request computed once: URL's `origin` and `host` are
+ * getters that build a new string at each read (a heap profile of the listener's GET path showed them).
+ * Read only, like everything the cache hands out.
+ */
+export class ParsedOrigin extends URL {
+  /** `scheme://host:port`, as `origin` gives it. */
+  readonly text: string;
+  /** `host:port` (the port only when not the scheme's default), as `host` gives it. */
+  readonly hostPort: string;
+
+  constructor(origin: string) {
+    super(origin);
+    this.text = this.origin;
+    this.hostPort = this.host;
+  }
+}
+
 export class OriginCache {
-  readonly #parsed = new Map<string, URL>();
+  readonly #parsed = new Map<string, ParsedOrigin>();
   readonly #max: number;
 
   constructor(max = 256) {
@@ -17,10 +35,10 @@ export class OriginCache {
   }
 
   /** The parsed origin; throws (TypeError) when it does not parse. */
-  get(origin: string): URL {
+  get(origin: string): ParsedOrigin {
     let url = this.#parsed.get(origin);
     if (url === undefined) {
-      url = new URL(origin);
+      url = new ParsedOrigin(origin);
       if (this.#parsed.size >= this.#max) this.#parsed.clear();
       this.#parsed.set(origin, url);
     }

@@ -94,12 +94,13 @@ function settle<R>(d: AttemptDeps, a: AttemptInput<R>, r: AttemptResult<R>, late
   else recordAttempt(a.entry, !proxyFault, proxyFault, latencyMs);
   const ok = r.type === 'response' && !r.retryable && !r.banned;
   d.selector.record(a.entry, { ok, latencyMs, proxyFault });
-  a.attempts.push({
-    proxyId: a.entry.record.id,
-    attempt: a.n,
-    outcome: outcomeOf(r, proxyFault),
-    latencyMs,
-    ...(r.type === 'error' ? { kind: r.error.kind } : banned ? { kind: 'banned' } : {}),
-  });
+  const kind = r.type === 'error' ? r.error.kind : banned ? 'banned' : undefined;
+  const outcome = outcomeOf(r, proxyFault);
+  // No `kind` key at all on a plain success (not one set to undefined); no spread of a temporary object.
+  const record: AttemptRecord =
+    kind === undefined
+      ? { proxyId: a.entry.record.id, attempt: a.n, outcome, latencyMs }
+      : { proxyId: a.entry.record.id, attempt: a.n, outcome, latencyMs, kind };
+  a.attempts.push(record);
   return a.attempts.length - 1;
 }

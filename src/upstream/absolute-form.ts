@@ -19,7 +19,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { OriginCache } from '../lib/origin-cache.ts';
+import { OriginCache, ParsedOrigin } from '../lib/origin-cache.ts';
 import type { Agent, Pool } from './agent.ts';
 import { proxyAuthRequired, proxyCouldNotReachTarget } from './classify.ts';
 import { agentBusy, type ProxyDispatcher, poolBusy } from './proxy-dispatcher.ts';
@@ -135,17 +135,19 @@ export class HttpProxyDispatcher implements ProxyDispatcher {
   }
 
   dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    // Read only (protocol, host, origin): a shared parsed URL is safe.
-    const origin = this.#origins.get(String(opts.origin));
+    // Read only (protocol, host, origin): a shared parsed URL is safe. The listener hands over the one
+    // it parsed (forward/target.ts); other callers give a string.
+    const given = opts.origin;
+    const origin = given instanceof ParsedOrigin ? given : this.#origins.get(String(given));
     if (origin.protocol !== 'http:') {
       this.#tunnels ??= this.#makeTunnels();
       return this.#tunnels.dispatch(opts, handler);
     }
     const headers = headerMap(opts.headers);
-    headers.host = origin.host;
+    headers.host = origin.hostPort;
     if (this.#auth === null) delete headers['proxy-authorization'];
     else headers['proxy-authorization'] = this.#auth;
-    const path = `${origin.origin}${opts.path}`;
+    const path = `${origin.text}${opts.path}`;
     return this.#forward.dispatch({ ...opts, path, headers }, new GuardedHandler(handler));
   }
 

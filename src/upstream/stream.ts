@@ -200,7 +200,8 @@ export function stream(dispatcher: ProxyDispatcher, req: StreamedRequest): Promi
     try {
       dispatcher.dispatch(
         {
-          origin: req.origin.origin,
+          // The parsed URL itself: the http proxies' dispatcher reads its cached strings (absolute-form.ts).
+          origin: req.origin,
           path: req.path,
           method: req.method,
           headers: req.headers,
