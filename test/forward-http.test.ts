@@ -212,3 +212,51 @@ describe('a tunnel and its two ends', () => {
     await waitFor(() => own.openSockets === baseline);
   });
 });
+
+describe('idle tunnels (ROTA_TUNNEL_IDLE_TIMEOUT_S=1)', () => {
+  let own: ForwardProxy;
+  let quick: ListeningApp;
+  before(async () => {
+    own = await startForwardProxy();
+    quick = await listeningApp({ ROTA_TUNNEL_IDLE_TIMEOUT_S: '1' });
+    await addUpstream(quick, { url: `http://127.0.0.1:${own.port}` });
+  });
+  after(async () => {
+    await quick.close();
+    await own.close();
+  });
+
+  test('a silent tunnel is closed after about a second and frees its upstream; a busy one stays open', async () => {
+    const authority = `127.0.0.1:${target.port}`;
+    const [silent, busy] = await Promise.all([
+      connectVia(quick.httpPort, authority),
+      connectVia(quick.httpPort, authority),
+    ]);
+    assert.equal(silent.status, 200);
+    assert.equal(busy.status, 200);
+    const opened = Date.now();
+    const silentClosed = new Promise<number>((resolve) =>
+      silent.socket.once('close', () => resolve(Date.now() - opened)),
+    );
+    // The busy one asks the target (keep-alive) every 300 ms.
+    busy.socket.resume();
+    const ask = () => busy.socket.write(`GET /json HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
+    const every = setInterval(ask, 300);
+    try {
+      const late = new Promise<number>((_, reject) =>
+        setTimeout(() => reject(new Error('the silent tunnel was still open after 5 s')), 5_000).unref(),
+      );
+      const after = await Promise.race([silentClosed, late]);
+      assert.ok(after >= 1_000, `closed ${after} ms after it opened`);
+      assert.ok(after < 3_000, `closed ${after} ms after it opened`);
+      await new Promise((r) => setTimeout(r, 900));
+      assert.equal(busy.socket.destroyed, false, 'a tunnel carrying bytes is not idle');
+      await waitFor(() => quick.services.listeners.info()[0]?.open_tunnels === 1);
+      await waitFor(() => own.openSockets === 1);
+    } finally {
+      clearInterval(every);
+      busy.socket.destroy();
+    }
+    await waitFor(() => own.openSockets === 0);
+  });
+});

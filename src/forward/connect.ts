@@ -72,7 +72,7 @@ export async function handleConnect(
   // Bytes the client sent right after its CONNECT head (a TLS ClientHello, often) go first.
   if (head.length > 0) upstream.write(head);
   d.metrics.tunnelOpened('connect');
-  splice(socket, upstream, d.idleTimeoutMs, (r) => {
+  splice(socket, upstream, d.idle, (r) => {
     d.metrics.tunnelClosed('connect');
     d.metrics.bytes('connect', r.up + head.length, r.down);
   });

@@ -4,6 +4,7 @@ import { STATUS_CODES } from '../lib/node-http.ts';
 import { HOP_BY_HOP as UPSTREAM_HOP_BY_HOP } from '../upstream/send.ts';
 import { type Refusal, refusal } from './answers.ts';
 import type { ForwardGateway } from './gateway.ts';
+import type { IdleSweeper } from './idle-sweep.ts';
 import { basicCredentials, type ListenerAuth, type Verdict } from './listener-auth.ts';
 import type { ForwardMetrics } from './metrics.ts';
 import { mergeHeaders, type ProxyParams, parseUsername } from './params.ts';
@@ -24,7 +25,8 @@ export interface HttpDoorDeps {
   readonly gateway: ForwardGateway;
   readonly auth: ListenerAuth;
   readonly metrics: ForwardMetrics;
-  readonly idleTimeoutMs: number;
+  /** Closes tunnels idle for ROTA_TUNNEL_IDLE_TIMEOUT_S; its idleMs is also the connections' timeout. */
+  readonly idle: IdleSweeper;
   readonly sockets: SocketRegistry;
 }
 

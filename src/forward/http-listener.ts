@@ -34,7 +34,7 @@ export function createHttpListener(d: HttpDoorDeps, onError: (err: unknown) => v
     connectionsCheckingInterval: 1_000,
     noDelay: true,
   });
-  server.timeout = d.idleTimeoutMs;
+  server.timeout = d.idle.idleMs;
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     handleAbsolute(d, req, res).catch((err: unknown) => {
       onError(err);

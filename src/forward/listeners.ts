@@ -15,6 +15,7 @@ import type { DispatcherCache } from '../upstream/dispatchers.ts';
 import { ForwardGateway } from './gateway.ts';
 import type { HttpDoorDeps } from './http-door.ts';
 import { createHttpListener } from './http-listener.ts';
+import { IdleSweeper } from './idle-sweep.ts';
 import { ListenerAuth } from './listener-auth.ts';
 import { ForwardMetrics, type ListenerName, type ListenerTotals } from './metrics.ts';
 import { createSocks5Listener } from './socks5-server.ts';
@@ -76,7 +77,8 @@ export class Listeners {
       settings: services.settings,
       idleTimeoutMs,
     });
-    this.#deps = { gateway, auth, metrics: this.metrics, idleTimeoutMs, sockets: this.#sockets };
+    const idle = new IdleSweeper(idleTimeoutMs);
+    this.#deps = { gateway, auth, metrics: this.metrics, idle, sockets: this.#sockets };
   }
 
   /** Starts the listeners whose port is not 0, on ROTA_HOST. */

@@ -17,6 +17,7 @@ import { type Refusal, refusal } from './answers.ts';
 import { parseAuthority } from './connect.ts';
 import type { ForwardGateway } from './gateway.ts';
 import type { SocketRegistry } from './http-door.ts';
+import type { IdleSweeper } from './idle-sweep.ts';
 import type { ListenerAuth } from './listener-auth.ts';
 import type { ForwardMetrics } from './metrics.ts';
 import { type ProxyParams, parseUsername } from './params.ts';
@@ -41,7 +42,8 @@ export interface Socks5Deps {
   readonly gateway: ForwardGateway;
   readonly auth: ListenerAuth;
   readonly metrics: ForwardMetrics;
-  readonly idleTimeoutMs: number;
+  /** Closes tunnels idle for ROTA_TUNNEL_IDLE_TIMEOUT_S. */
+  readonly idle: IdleSweeper;
   readonly sockets: SocketRegistry;
 }
 
@@ -197,7 +199,7 @@ class Socks5Connection {
     this.#buf = Buffer.alloc(0);
     if (early.length > 0) upstream.write(early);
     this.#d.metrics.tunnelOpened('socks5');
-    splice(socket, upstream, this.#d.idleTimeoutMs, (r) => {
+    splice(socket, upstream, this.#d.idle, (r) => {
       this.#d.metrics.tunnelClosed('socks5');
       this.#d.metrics.bytes('socks5', r.up + early.length, r.down);
     });

@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import { directReadsOf } from '../upstream/direct-reads.ts';
+import type { IdleSweeper } from './idle-sweep.ts';
 
 /**
  * Joins a client socket to an upstream tunnel, both ways, until either side is done.
@@ -10,7 +11,7 @@ import { directReadsOf } from '../upstream/direct-reads.ts';
  * pipe() carries backpressure both ways (a slow reader pauses the other side's socket, nothing piles up
  * in memory) and half-closes (a FIN travels on). When one side is gone the other is freed: a client that
  * leaves destroys the upstream socket at once; an upstream that closes ends the client once what it sent
- * is flushed. A tunnel with no byte either way for `idleMs` is closed.
+ * is flushed. A tunnel with no byte either way for the sweeper's idle time is closed (idle-sweep.ts).
  */
 export interface SpliceResult {
   /** Client to upstream, and upstream to client, bytes. */
@@ -30,7 +31,7 @@ function bytes(s: Duplex, which: 'bytesRead' | 'bytesWritten'): number {
 export function splice(
   client: Duplex,
   upstream: Duplex,
-  idleMs: number,
+  idle: IdleSweeper,
   onEnd: (r: SpliceResult) => void,
 ): void {
   // Sockets count what passed through them; what they carried before the tunnel (the CONNECT head, the
@@ -38,18 +39,19 @@ export function splice(
   const read0 = bytes(client, 'bytesRead');
   const written0 = bytes(client, 'bytesWritten');
   let ended = false;
+  const unwatch = idle.watch(client, upstream, () => {
+    client.destroy();
+    upstream.destroy();
+  });
   const finish = () => {
     if (ended) return;
     ended = true;
+    unwatch();
     onEnd({ up: bytes(client, 'bytesRead') - read0, down: bytes(client, 'bytesWritten') - written0 });
   };
-  const idle = () => {
-    client.destroy();
-    upstream.destroy();
-  };
-  const s = client as Duplex & { setTimeout?: (ms: number, cb?: () => void) => void };
-  s.setTimeout?.(idleMs, idle);
-  (upstream as typeof s).setTimeout?.(idleMs, idle);
+  // The HTTP server's own socket timeout outlives the CONNECT (node:http only drops its listener): off,
+  // or Node would refresh a timer on every chunk of the tunnel for nothing.
+  (client as Duplex & { setTimeout?: (ms: number) => void }).setTimeout?.(0);
   client.on('error', () => upstream.destroy());
   upstream.on('error', () => client.destroy());
   client.once('close', () => {

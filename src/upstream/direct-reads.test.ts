@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
+import { IdleSweeper } from '../forward/idle-sweep.ts';
 import { splice } from '../forward/splice.ts';
 import { connectTcp } from './dial.ts';
 import { DirectReads, directReadsOf } from './direct-reads.ts';
@@ -70,7 +71,7 @@ async function download(name: string, slow: boolean, spliceAfterMs = 0): Promise
   const front = net.createServer();
   await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
   front.once('connection', (accepted) => {
-    setTimeout(() => splice(accepted, upstream, 10_000, () => {}), spliceAfterMs);
+    setTimeout(() => splice(accepted, upstream, new IdleSweeper(10_000), () => {}), spliceAfterMs);
   });
   const client = net.connect((front.address() as net.AddressInfo).port, '127.0.0.1');
   const hash = createHash('sha256');
