@@ -56,7 +56,9 @@ export async function handleConnect(
     writeRawRefusal(socket, door.refusal);
     return;
   }
-  const out = await d.gateway.tunnel(target, door.params, closeSignal(socket));
+  const gone = closeSignal(socket);
+  const out = await d.gateway.tunnel(target, door.params, gone.signal);
+  gone.release();
   if (!out.ok) {
     d.metrics.answered('connect', out.refusal.code);
     writeRawRefusal(socket, out.refusal);

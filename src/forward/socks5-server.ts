@@ -177,7 +177,9 @@ class Socks5Connection {
       this.#refuse('BAD_REQUEST', 'bad destination', reply(REPLY.GENERAL_FAILURE));
       return;
     }
-    const out = await this.#d.gateway.tunnel(target, params, closeSignal(socket));
+    const gone = closeSignal(socket);
+    const out = await this.#d.gateway.tunnel(target, params, gone.signal);
+    gone.release();
     if (!out.ok) {
       this.#d.metrics.answered('socks5', out.refusal.code);
       socket.end(reply(out.refusal.socksReply));

@@ -11,9 +11,27 @@
 export const CLIENT_GONE: Error = Object.freeze(new Error('the client closed the connection'));
 export const ATTEMPT_RELEASED: Error = Object.freeze(new Error('the call no longer needs this attempt'));
 
-/** A signal aborted (with CLIENT_GONE) when `emitter` emits 'close'. */
-export function closeSignal(emitter: { once(event: 'close', listener: () => void): unknown }): AbortSignal {
+interface Closing {
+  once(event: 'close', listener: () => void): unknown;
+  off(event: 'close', listener: () => void): unknown;
+}
+
+/** A signal that aborts when its socket closes, until released. */
+export interface CloseWatch {
+  readonly signal: AbortSignal;
+  /** The socket's closing no longer concerns the caller: the listener goes, the signal never aborts. */
+  release(): void;
+}
+
+/**
+ * A signal aborted (with CLIENT_GONE) when `emitter` emits 'close', until `release()`. A tunnel's door
+ * needs it only until the tunnel is open (splice.ts watches the sockets after that); left in place, it
+ * was aborted at the end of every tunnel, an Event made and dispatched to nobody, which showed in a
+ * --cpu-prof of the CONNECT path.
+ */
+export function closeSignal(emitter: Closing): CloseWatch {
   const ac = new AbortController();
-  emitter.once('close', () => ac.abort(CLIENT_GONE));
-  return ac.signal;
+  const onClose = () => ac.abort(CLIENT_GONE);
+  emitter.once('close', onClose);
+  return { signal: ac.signal, release: () => emitter.off('close', onClose) };
 }

@@ -55,7 +55,7 @@ async function viaHttp(
   const auth = basicAuth(record.username, record.password);
   if (record.protocol === 'https') {
     // TLS with the proxy first; the socket reads through its own layer.
-    const socket = (await dialProxy(record, opts, signal)) as unknown as net.Socket;
+    const socket = await dialProxy(record, opts, signal);
     await requestTunnel(socket, target, auth, signal);
     return socket;
   }
