@@ -56,7 +56,12 @@ async function main(): Promise<void> {
     esbuild = await import('esbuild');
   } catch {
     // A production install without dev tools runs the dist/ it was given (the container's build stage).
-    if ((await builtAt()) > 0) return;
+    // Said out loud: reaching here means the sources are newer than dist/ (or --force), so what runs is
+    // not what src/ says (a dev tree whose dev dependencies went missing ran stale code silently).
+    if ((await builtAt()) > 0) {
+      process.stderr.write('build: esbuild is not installed; dist/ is older than src/ and runs as it is\n');
+      return;
+    }
     throw new Error(
       'dist/main.js is missing and esbuild is not installed: run npm ci (with dev dependencies)',
     );
