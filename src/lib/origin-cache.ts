@@ -1,10 +1,4 @@
 /**
- * Parsed URL origins (`scheme://host:port`), each parsed once. A proxy or a listener sees the same few
- * origins over and over, and WHATWG parsing costs more than the rest of the code that reads them; the
- * URLs handed out are shared, so callers only read them. Bounded so that a caller spraying origins
- * cannot grow it (it starts over when full).
- */
-/**
  * A parsed origin with the strings read on every request computed once: URL's `origin` and `host` are
  * getters that build a new string at each read (a heap profile of the listener's GET path showed them).
  * Read only, like everything the cache hands out.
@@ -22,6 +16,12 @@ export class ParsedOrigin extends URL {
   }
 }
 
+/**
+ * Parsed URL origins (`scheme://host:port`), each parsed once. A proxy or a listener sees the same few
+ * origins over and over, and WHATWG parsing costs more than the rest of the code that reads them; the
+ * URLs handed out are shared, so callers only read them. Bounded so that a caller spraying origins
+ * cannot grow it (it starts over when full).
+ */
 export class OriginCache {
   readonly #parsed = new Map<string, ParsedOrigin>();
   readonly #max: number;
