@@ -9,6 +9,7 @@ import {
   startBlackhole,
   startConnectRefuser,
   startGarbage,
+  startHangUp,
   startResetter,
 } from './fixtures/misbehaving.ts';
 import { type SocksFixture, startSocksFixture } from './fixtures/socks.ts';
@@ -361,6 +362,102 @@ describe('misbehaving proxies: each failure has the right kind', () => {
     const record = proxyRecord('http', fixtureProxy.port, { username: USER, password: SECRET });
     const target = await failure(attempt(strict.get(record), targets('/json')[1]));
     assertFailure(target, { kind: 'target_tls', proxyFault: false, mayHaveReachedTarget: false });
+  });
+});
+
+describe("raw tunnels (the listeners' CONNECT and SOCKS5): each failure has the right kind and message", () => {
+  const started: { close(): Promise<void> }[] = [];
+  after(async () => {
+    for (const f of started) await f.close();
+  });
+  async function use<T extends { close(): Promise<void> }>(p: Promise<T>): Promise<T> {
+    const f = await p;
+    started.push(f);
+    return f;
+  }
+  const to = () => ({ hostname: '127.0.0.1', port: http.port });
+  const soon = (ms: number) => performance.now() + ms;
+
+  test('opens through a real proxy with credentials, and the socket carries the target', async () => {
+    const record = proxyRecord('http', fixtureProxy.port, { username: USER, password: SECRET });
+    const socket = await cache.tunnel(record, to(), { deadline: soon(5_000) });
+    try {
+      socket.write(`GET /json HTTP/1.1\r\nHost: 127.0.0.1:${http.port}\r\nConnection: close\r\n\r\n`);
+      const text = await new Promise<string>((resolve) => {
+        let t = '';
+        socket.on('data', (c: Buffer) => (t += c.toString('latin1')));
+        socket.once('close', () => resolve(t));
+        socket.resume();
+      });
+      assert.match(text, /^HTTP\/1\.1 200/);
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  test('nothing listening: connect, "could not connect" (the CONNECT was written before the socket connected)', async () => {
+    const port = await closedPort();
+    for (const protocol of ['http', 'socks5'] as const) {
+      const err = await failure(cache.tunnel(proxyRecord(protocol, port), to(), { deadline: soon(5_000) }));
+      assertFailure(err, { kind: 'connect', proxyFault: true, mayHaveReachedTarget: false });
+    }
+    const err = await failure(cache.tunnel(proxyRecord('http', port), to(), { deadline: soon(5_000) }));
+    assert.match(err.message, /could not connect to the proxy/);
+  });
+
+  test('a reset at once is a failed connect; a hang-up after the CONNECT left is "during CONNECT"', async () => {
+    // Node reports a reset that arrives with the connection as the connect's own failure.
+    const reset = await use(startResetter());
+    const early = await failure(
+      cache.tunnel(proxyRecord('http', reset.port), to(), { deadline: soon(5_000) }),
+    );
+    assertFailure(early, { kind: 'connect', proxyFault: true, mayHaveReachedTarget: false });
+    const hangUp = await use(startHangUp());
+    const err = await failure(
+      cache.tunnel(proxyRecord('http', hangUp.port), to(), { deadline: soon(5_000) }),
+    );
+    assertFailure(err, { kind: 'connect', proxyFault: true, mayHaveReachedTarget: false });
+    assert.match(err.message, /during CONNECT/);
+    assert.equal(hangUp.heads.length, 1, 'the CONNECT reached the proxy');
+  });
+
+  test('a blackhole: the earlier of the call deadline and the connect budget ends it, each with its message', async () => {
+    const hole = await use(startBlackhole());
+    for (const protocol of ['http', 'socks5'] as const) {
+      const t0 = performance.now();
+      const err = await failure(
+        cache.tunnel(proxyRecord(protocol, hole.port), to(), { deadline: soon(200) }),
+      );
+      const took = performance.now() - t0;
+      assertFailure(err, { kind: 'timeout', proxyFault: true, mayHaveReachedTarget: false });
+      assert.match(err.message, /deadline reached before the tunnel was open/, protocol);
+      assert.ok(took >= 150 && took < CONNECT_TIMEOUT_MS, `${protocol} took ${took} ms`);
+    }
+    const err = await failure(cache.tunnel(proxyRecord('http', hole.port), to(), { deadline: soon(10_000) }));
+    assertFailure(err, { kind: 'timeout', proxyFault: true, mayHaveReachedTarget: false });
+    assert.match(err.message, /timed out reaching the proxy after 1000 ms/);
+  });
+
+  test('the caller leaving is aborted, at once, and a caller already gone never dials', async () => {
+    const hole = await use(startBlackhole());
+    const caller = new AbortController();
+    const t0 = performance.now();
+    const pending = cache.tunnel(proxyRecord('http', hole.port), to(), {
+      deadline: soon(10_000),
+      signal: caller.signal,
+    });
+    setTimeout(() => caller.abort(), 100);
+    const err = await failure(pending);
+    assertFailure(err, { kind: 'aborted', proxyFault: false, mayHaveReachedTarget: false });
+    assert.ok(performance.now() - t0 < 600, 'not at the connect budget');
+    const gone = AbortSignal.abort();
+    const before = hole.connections;
+    const early = await failure(
+      cache.tunnel(proxyRecord('http', hole.port), to(), { deadline: soon(10_000), signal: gone }),
+    );
+    assertFailure(early, { kind: 'aborted', proxyFault: false, mayHaveReachedTarget: false });
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(hole.connections, before, 'no connection was opened');
   });
 });
 

@@ -141,16 +141,24 @@ export function once<S extends Duplex>(socket: S, event: string, signal: AbortSi
   });
 }
 
-/** TCP to a proxy; with `reads`, the socket reads into memory of its own (direct-reads.ts). */
+/**
+ * TCP to a proxy, started and not awaited (a caller may write at once: the socket holds it until it is
+ * connected); with `reads`, the socket reads into memory of its own (direct-reads.ts).
+ */
+export function openTcp(host: string, port: number, reads?: DirectReads): net.Socket {
+  const socket = net.connect({ host, port, noDelay: true, ...(reads && { onread: reads.onread }) });
+  reads?.attach(socket);
+  return socket;
+}
+
+/** TCP to a proxy, once connected. */
 export async function connectTcp(
   host: string,
   port: number,
   signal: AbortSignal,
   reads?: DirectReads,
 ): Promise<net.Socket> {
-  const socket = net.connect({ host, port, noDelay: true, ...(reads && { onread: reads.onread }) });
-  reads?.attach(socket);
-  return once(socket, 'connect', signal);
+  return once(openTcp(host, port, reads), 'connect', signal);
 }
 
 /** TCP + TLS to an https:// proxy. ALPN pins HTTP/1.1: we speak CONNECT or absolute-URI HTTP/1.1. */
@@ -240,8 +248,8 @@ export function toConnector(
 }
 
 /**
- * One long-lived Agent (or Pool) per proxy. pipelining 1: a proxy connection carries one request at a time, so a
- * slow answer never holds up another. keepAliveTimeout stays short (undici shortens it further when the
+ * One long-lived Agent (or Pool) per proxy. pipelining 1: a proxy connection carries one request at a
+ * time, so a slow answer never holds up another. keepAliveTimeout stays short (undici shortens it further when the
  * server announces its own) because a proxy closing an idle connection under us costs a failed attempt.
  */
 function poolOptions(connect: buildConnector.connector, opts: DialerOptions) {

@@ -17,7 +17,8 @@
  *
  * All plain-http targets share one keep-alive pool of connections to the proxy (the requests carry
  * absolute URIs, so one connection can serve any target: absolute-form.ts); each https target origin
- * has its own pool of tunnels. Reaching the proxy, TLS with it and the CONNECT exchange share one connect-timeout budget.
+ * has its own pool of tunnels. Reaching the proxy, TLS with it and the CONNECT exchange share one
+ * connect-timeout budget.
  */
 import type { Duplex } from 'node:stream';
 import type { ProxyRecord } from '../pool/types.ts';
@@ -36,7 +37,6 @@ import {
   targetTls,
   toConnector,
 } from './dial.ts';
-import type { DirectReads } from './direct-reads.ts';
 import type { ProxyDispatcher } from './proxy-dispatcher.ts';
 import { UpstreamError } from './types.ts';
 
@@ -122,17 +122,12 @@ export async function requestTunnel(
   }
 }
 
-/** TCP (or TCP + TLS for https://) to the proxy itself; `reads` for a plain TCP tunnel's socket. */
-export async function dialProxy(
-  record: ProxyRecord,
-  opts: DialerOptions,
-  signal: AbortSignal,
-  reads?: DirectReads,
-) {
+/** TCP (or TCP + TLS for https://) to the proxy itself, once connected. */
+export async function dialProxy(record: ProxyRecord, opts: DialerOptions, signal: AbortSignal) {
   assertProxyAllowed(record.host, opts);
   try {
     if (record.protocol === 'https') return await connectTls(record.host, record.port, opts.tls, signal);
-    return await connectTcp(record.host, record.port, signal, reads);
+    return await connectTcp(record.host, record.port, signal);
   } catch (err) {
     throw classifyProxyDialError(err, record.protocol === 'https' ? 'proxy_tls' : 'tcp');
   }

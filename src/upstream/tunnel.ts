@@ -10,9 +10,9 @@
  * its handshake share one connect-timeout budget; the call's deadline (`timeout`) or its caller leaving
  * (`aborted`) end the attempt earlier: one DialBudget watches all three.
  */
-import net from 'node:net';
+import type net from 'node:net';
 import type { ProxyRecord } from '../pool/types.ts';
-import { assertProxyAllowed, DialBudget, type DialerOptions, type DialLimits } from './dial.ts';
+import { assertProxyAllowed, DialBudget, type DialerOptions, type DialLimits, openTcp } from './dial.ts';
 import { DirectReads } from './direct-reads.ts';
 import { basicAuth, dialProxy, requestTunnel } from './http-proxy.ts';
 import { openSocks, type SocksProtocol } from './socks.ts';
@@ -63,9 +63,7 @@ async function viaHttp(
   // one wait covers the connection and the proxy's answer. The socket reads into memory of its own (no
   // allocation per chunk once spliced).
   assertProxyAllowed(record.host, opts);
-  const reads = new DirectReads();
-  const socket = net.connect({ host: record.host, port: record.port, noDelay: true, onread: reads.onread });
-  reads.attach(socket);
+  const socket = openTcp(record.host, record.port, new DirectReads());
   await requestTunnel(socket, target, auth, signal);
   return socket;
 }
