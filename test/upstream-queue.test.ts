@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DispatcherCache } from '../src/upstream/dispatchers.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
+import { startSocksFixture } from './fixtures/socks.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { assertFailure, attempt, failure, proxyRecord } from './fixtures/upstream-kit.ts';
 
@@ -33,6 +34,25 @@ describe('a deadline reached in the local queue', () => {
 
 /** A deleted proxy's requests get a grace period, then their sockets end: nothing runs on through it. */
 describe('closing a proxy dispatcher', () => {
+  it('lets a request still in flight finish within the grace (http and socks5 proxies)', async () => {
+    const target = await startTarget();
+    const slow = await startForwardProxy({ delayMs: 300 });
+    const socks = await startSocksFixture();
+    const cache = new DispatcherCache({ connectTimeoutMs: 1_000, closeGraceMs: 3_000 });
+    try {
+      for (const record of [proxyRecord('http', slow.port), proxyRecord('socks5', socks.port)]) {
+        const inFlight = attempt(cache.get(record), target.url('/slow?ms=300'), { timeoutMs: 5_000 });
+        await new Promise((r) => setTimeout(r, 100));
+        const closed = cache.close(record.id);
+        assert.equal((await inFlight).statusCode, 200, record.protocol);
+        await closed;
+      }
+    } finally {
+      await cache.closeAll();
+      await Promise.all([target.close(), slow.close(), socks.close()]);
+    }
+  });
+
   it('ends a request still in flight once the grace has passed', async () => {
     const target = await startTarget();
     const slow = await startForwardProxy({ delayMs: 1_000 });
