@@ -63,6 +63,13 @@ after(async () => {
   for (const close of closers) await close();
 });
 
+/** A fixture started by one test, closed with the others after the file. */
+async function use<T extends { close(): Promise<void> }>(p: Promise<T>): Promise<T> {
+  const f = await p;
+  closers.push(() => f.close());
+  return f;
+}
+
 /** A plain-http target and an https one, both named `localhost` so that *h schemes send a name. */
 function targets(path: string): [URL, URL] {
   return [new URL(`http://localhost:${http.port}${path}`), new URL(`https://localhost:${https.port}${path}`)];
@@ -223,16 +230,6 @@ describe('keep-alive and closing', () => {
 });
 
 describe('misbehaving proxies: each failure has the right kind', () => {
-  const started: { close(): Promise<void> }[] = [];
-  after(async () => {
-    for (const f of started) await f.close();
-  });
-  async function use<T extends { close(): Promise<void> }>(p: Promise<T>): Promise<T> {
-    const f = await p;
-    started.push(f);
-    return f;
-  }
-
   test('a blackhole fails within the connect timeout for a tunnel or SOCKS, not at the deadline', async () => {
     const hole = await use(startBlackhole());
     for (const protocol of ['http', 'socks5'] as const) {
@@ -354,7 +351,7 @@ describe('misbehaving proxies: each failure has the right kind', () => {
 
   test('TLS: an untrusted https proxy is tls (proxy fault); an untrusted target is target_tls (not)', async () => {
     const strict = new DispatcherCache({ connectTimeoutMs: CONNECT_TIMEOUT_MS });
-    started.push({ close: () => strict.closeAll() });
+    closers.unshift(() => strict.closeAll());
     const viaTls = await failure(
       attempt(strict.get(proxyRecord('https', tlsProxy.port)), targets('/json')[0]),
     );
@@ -366,15 +363,6 @@ describe('misbehaving proxies: each failure has the right kind', () => {
 });
 
 describe("raw tunnels (the listeners' CONNECT and SOCKS5): each failure has the right kind and message", () => {
-  const started: { close(): Promise<void> }[] = [];
-  after(async () => {
-    for (const f of started) await f.close();
-  });
-  async function use<T extends { close(): Promise<void> }>(p: Promise<T>): Promise<T> {
-    const f = await p;
-    started.push(f);
-    return f;
-  }
   const to = () => ({ hostname: '127.0.0.1', port: http.port });
   const soon = (ms: number) => performance.now() + ms;
 
