@@ -7,6 +7,7 @@ import type { Notice } from '../src/shared-state/notices.ts';
 import { RedisBus } from '../src/shared-state/redis-bus.ts';
 import { RedisRateCounter } from '../src/shared-state/redis-counter.ts';
 import { RedisLink } from '../src/shared-state/redis-link.ts';
+import { startFakeRedis } from './fixtures/fake-redis.ts';
 import { startRedis, type TestRedis } from './helpers/redis.ts';
 
 /*
@@ -116,5 +117,52 @@ describe('Redis outage', () => {
     await redis.start();
     await waitFor(() => l.up, 5_000);
     assert.equal((await c.incr('fresh', 60_000)).count, 1, 'Redis again');
+  });
+});
+
+describe('the notice subscription across reconnects', () => {
+  test('notices reach the other instance again after Redis restarts', async () => {
+    const [la, lb] = [await link(), await link()];
+    const [a, b] = [new RedisBus(la, 'a'), new RedisBus(lb, 'b')];
+    const heard: string[] = [];
+    b.subscribe((n) => heard.push(n.type === 'session' ? n.sid : ''));
+    await redis.stop();
+    await waitFor(() => !la.up && !lb.up);
+    await redis.start();
+    await waitFor(() => la.up && lb.up, 5_000);
+    // The subscriber connection comes back on its own schedule: publish until one is heard.
+    for (let i = 0; heard.length === 0; i++) {
+      assert.ok(i < 300, 'no notice heard within 3 s of Redis coming back');
+      a.publish({ type: 'session', sid: `after${i}`, proxyId: 'p' });
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.match(heard[0] ?? '', /^after\d+$/);
+  });
+
+  test('closing while a re-subscribe is unanswered leaves no unhandled rejection', {
+    timeout: 5_000,
+  }, async () => {
+    const fake = await startFakeRedis();
+    const l = new RedisLink(fake.url, silent);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const first = fake.nextSubscribe();
+      l.listen('c', () => {});
+      await l.connect();
+      await first;
+      fake.mute = true;
+      const again = fake.nextSubscribe();
+      fake.dropAll();
+      await again; // written after the reconnect, never answered
+      await l.close();
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await l.close();
+      await fake.close();
+    }
   });
 });

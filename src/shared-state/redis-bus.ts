@@ -17,8 +17,7 @@ export class RedisBus implements ChangeBus {
   constructor(link: RedisLink, instanceId: string) {
     this.#link = link;
     this.#id = instanceId;
-    link.sub.on('message', (channel: string, text: string) => {
-      if (channel !== CHANNEL) return;
+    link.listen(CHANNEL, (text) => {
       let env: Envelope;
       try {
         env = JSON.parse(text) as Envelope;
@@ -28,7 +27,6 @@ export class RedisBus implements ChangeBus {
       if (env.from === this.#id) return;
       for (const h of this.#handlers) h(env.notice, env.from);
     });
-    void link.sub.subscribe(CHANNEL).catch(() => {});
   }
 
   get up(): boolean {

@@ -24,8 +24,9 @@ export class RedisLink {
       retryStrategy: (times: number) => Math.min(100 * times, 1_000),
     };
     this.cmd = new Redis(url, opts);
-    // A subscriber must queue its SUBSCRIBE until connected, or it never hears anything.
-    this.sub = new Redis(url, { ...opts, enableOfflineQueue: true });
+    // ioredis's own re-subscribe after a reconnect leaves its promise unhandled: a close while it was in
+    // flight (Redis gone again, or close() during it) was an unhandledRejection. listen() re-subscribes.
+    this.sub = new Redis(url, { ...opts, autoResubscribe: false });
     for (const r of [this.cmd, this.sub]) r.on('error', () => {});
     this.cmd.on('ready', () => {
       if (this.#everUp && !this.#up) logger.warn('shared state: Redis is reachable again; resynchronising');
@@ -45,6 +46,20 @@ export class RedisLink {
 
   onUp(listener: () => void): void {
     this.#onUp.push(listener);
+  }
+
+  /**
+   * Hands every message on `channel` to `onMessage`, subscribing now if connected and again each time the
+   * subscriber connection is ready (first connect and every reconnect). A failed SUBSCRIBE is dropped: the
+   * next reconnect tries again, and the replicator resynchronises what was missed.
+   */
+  listen(channel: string, onMessage: (text: string) => void): void {
+    const join = (): void => void this.sub.subscribe(channel).catch(() => {});
+    this.sub.on('message', (ch: string, text: string) => {
+      if (ch === channel) onMessage(text);
+    });
+    this.sub.on('ready', join);
+    if (this.sub.status === 'ready') join();
   }
 
   /** Connects both; resolves even when Redis is down (it is retried in the background). */
