@@ -1,9 +1,9 @@
 import cluster from 'node:cluster';
 import ipaddr from 'ipaddr.js';
-import pino from 'pino';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { processHeapTrimmer } from './lib/heap-trim.ts';
+import { createLogger } from './lib/logger.ts';
 import { createServices } from './services.ts';
 import { clusterRenderer, isWorker } from './workers/metrics-ipc.ts';
 import { runPrimary } from './workers/primary.ts';
@@ -18,37 +18,6 @@ function loadOrExit(): Config {
     }
     throw e;
   }
-}
-
-export function createLogger(level: string) {
-  return pino(
-    {
-      level,
-      base: { service: 'rota' },
-      timestamp: pino.stdTimeFunctions.isoTime,
-      redact: {
-        paths: [
-          'req.headers.authorization',
-          'req.headers["x-api-key"]',
-          'req.headers.cookie',
-          'req.headers["proxy-authorization"]',
-          '*.password',
-          '*.api_key',
-          '*.apiKey',
-          '*.token',
-          '*.authorization',
-          '*.cookie',
-          '*["x-api-key"]',
-          '*["proxy-authorization"]',
-        ],
-        censor: '[REDACTED]',
-      },
-    },
-    // Asynchronous, batched writes: lines collect until 4 KiB (about fifteen request lines) or 200 ms,
-    // whichever comes first, so a busy gateway pays one write(2) per batch instead of one per request,
-    // and a quiet one still shows a line within 200 ms. The batch is flushed when the process exits.
-    pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 200 }),
-  );
 }
 
 async function main(): Promise<void> {

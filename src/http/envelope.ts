@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isoNow } from '../lib/iso-now.ts';
 import { VERSION } from '../version.ts';
 import type { DetailItem, ErrorCode } from './errors.ts';
 
@@ -10,20 +11,6 @@ export interface Meta {
 
 /** What an envelope needs of a request: its id. Answers given before a request exists have one too. */
 export type Identified = Pick<FastifyRequest, 'id'>;
-
-// Answers within the same millisecond share one timestamp string: at thousands of answers a second,
-// formatting a Date for each was a measurable share of the per-call CPU.
-let lastMs = Number.NaN;
-let lastIso = '';
-
-function isoNow(): string {
-  const ms = Date.now();
-  if (ms !== lastMs) {
-    lastMs = ms;
-    lastIso = new Date(ms).toISOString();
-  }
-  return lastIso;
-}
 
 export function meta(req: Identified, now?: Date): Meta {
   return { request_id: req.id, timestamp: now ? now.toISOString() : isoNow(), version: VERSION };
