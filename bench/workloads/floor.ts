@@ -52,21 +52,36 @@ async function measureGateway(ctx: Ctx, base: string, pid: number, targetUrl: st
   return { wrk: result, peakMb: peak / MB, cpu: figures };
 }
 
-async function startRelay(ctx: Ctx, ports: readonly number[]): Promise<{ proc: Proc; base: string }> {
+/** A reference script from bench/reference (`relay`, `fastify-relay`) on a free port. */
+async function startReference(
+  ctx: Ctx,
+  name: string,
+  ports: readonly number[],
+): Promise<{ proc: Proc; base: string }> {
   const port = await freePort();
   const proc = startProcess(
-    'relay',
+    name,
     process.execPath,
-    [join(ROOT, 'bench', 'reference', 'relay.ts'), String(port), ports.join(',')],
-    { logPath: join(ctx.workDir, 'logs', 'relay.log') },
+    [join(ROOT, 'bench', 'reference', `${name}.ts`), String(port), ports.join(',')],
+    { logPath: join(ctx.workDir, 'logs', `${name}.log`) },
   );
   const deadline = Date.now() + 15_000;
   while (!(await canConnect(port))) {
     if (proc.hasExited() || Date.now() > deadline)
-      throw new Error(`the relay did not start: see ${proc.logPath}`);
+      throw new Error(`${name} did not start: see ${proc.logPath}`);
     await sleep(20);
   }
   return { proc, base: `http://127.0.0.1:${port}` };
+}
+
+/** Starts a reference, measures it under the workload, stops it. */
+async function measureReference(ctx: Ctx, name: string, targetUrl: string): Promise<Figures> {
+  const ref = await startReference(ctx, name, ctx.squid?.ports ?? []);
+  try {
+    return await measureGateway(ctx, ref.base, ref.proc.pid, targetUrl);
+  } finally {
+    await ref.proc.stop();
+  }
 }
 
 const us = (v: number | null | undefined) => (v == null ? 'n/a' : `${fmt(v, 0)} µs`);
@@ -75,6 +90,13 @@ const us = (v: number | null | undefined) => (v == null ? 'n/a' : `${fmt(v, 0)} 
 function cpuText(c: Figures['cpu']): string {
   const parts = Object.entries(c.perCallUs).map(([name, v]) => `${name} ${us(v)}`);
   return `CPU per call ${parts.join(', ')}; machine idle ${fmt(c.idlePct, 0)}%`;
+}
+
+/** `1.18×`: one figure's gateway CPU per call over another's. */
+function ratio(a: Figures, b: Figures): string {
+  const x = a.cpu.perCallUs.gateway;
+  const y = b.cpu.perCallUs.gateway;
+  return x == null || y == null || y === 0 ? 'n/a' : `${fmt(x / y, 2)}×`;
 }
 
 function line(name: string, f: Figures, direct: number): string {
@@ -101,16 +123,11 @@ export async function runFloor(ctx: Ctx): Promise<WorkloadOutput> {
     });
     return { ...result, cpu: cpu.stop(result.requests) };
   };
-  ctx.log('  stack floor: direct, relay, Rota, direct');
+  ctx.log('  stack floor: direct, relay, Fastify relay, Rota, direct');
   await wrk({ url: `http://127.0.0.1:${ports[0]}/`, path: targetUrl, connections: 50, durationS: ctx.warmS });
   const before = await direct();
-  const relay = await startRelay(ctx, ports);
-  let relayFigures: Figures;
-  try {
-    relayFigures = await measureGateway(ctx, relay.base, relay.proc.pid, targetUrl);
-  } finally {
-    await relay.proc.stop();
-  }
+  const relayFigures = await measureReference(ctx, 'relay', targetUrl);
+  const fastifyFigures = await measureReference(ctx, 'fastify-relay', targetUrl);
   const rota = await startRota({ name: 'floor', workDir: ctx.workDir, nodeFlags: ctx.rotaNodeFlags });
   let rotaFigures: Figures;
   try {
@@ -132,7 +149,9 @@ export async function runFloor(ctx: Ctx): Promise<WorkloadOutput> {
       `${W}, direct path before / after: ${fmt(goodput(before), 0)} / ${fmt(goodput(after), 0)} successful req/s; ` +
         `before: ${cpuText(before.cpu)}; after: ${cpuText(after.cpu)}.`,
       `${W}, ${line('minimal relay (bench/reference/relay.ts)', relayFigures, directRps)}.`,
+      `${W}, ${line("the same relay on Rota's HTTP stack (bench/reference/fastify-relay.ts: Fastify, request id, security headers, CORS, rate limit, validated body, one log line)", fastifyFigures, directRps)}.`,
       `${W}, ${line('Rota', rotaFigures, directRps)}.`,
+      `${W}, gateway CPU per call against the minimal relay: the Fastify relay ${ratio(fastifyFigures, relayFigures)}, Rota ${ratio(rotaFigures, relayFigures)}.`,
     ],
   };
 }
