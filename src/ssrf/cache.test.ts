@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { BoundedCache } from './cache.ts';
 import { SsrfGuard } from './guard.ts';
 
@@ -36,6 +37,35 @@ describe('BoundedCache', () => {
     for (let i = 0; i < 1_000; i++) c.set(`k${i}`, i);
     assert.equal(c.size, 3);
     assert.deepEqual([c.get('k997'), c.get('k998'), c.get('k999')], [997, 998, 999]);
+  });
+
+  it('answers and evicts exactly as a list-based LRU would, whatever the order of gets and sets', () => {
+    // The model: an array, least recently used first. The cache skips re-inserting its newest key.
+    const op = fc.record({ set: fc.boolean(), key: fc.constantFrom('a', 'b', 'c', 'd'), v: fc.nat() });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 3 }),
+        fc.array(op, { minLength: 10, maxLength: 80 }),
+        (max, ops) => {
+          const c = new BoundedCache<number>({ max });
+          const model: { key: string; v: number }[] = [];
+          for (const o of ops) {
+            const at = model.findIndex((e) => e.key === o.key);
+            const found = at >= 0 ? model.splice(at, 1)[0] : undefined;
+            if (o.set) {
+              if (model.length >= max) model.shift();
+              model.push({ key: o.key, v: o.v });
+              c.set(o.key, o.v);
+            } else {
+              if (found) model.push(found);
+              assert.equal(c.get(o.key), found?.v);
+            }
+            assert.equal(c.size, model.length);
+          }
+        },
+      ),
+      { numRuns: 2_000 },
+    );
   });
 
   it('caches null verdicts too (a stored null is not a miss)', () => {
