@@ -5,7 +5,7 @@
  *   wrk ──POST {url}──▶ Fastify 5 (request id, security headers, CORS, rate limit, TypeBox-validated
  *                        body, one pino request line) ──absolute-URI GET──▶ squid (round-robin) ──▶ target
  *
- * As in Rota: pino to stdout (batched, redaction on), a UUID request id, the seven security headers,
+ * As in Rota: pino to stdout (batched, redaction on), a UUID request id, Rota's seven security headers,
  * @fastify/cors, @fastify/rate-limit with a generous in-memory limit, the body validated by a TypeBox
  * schema, the answer a JSON envelope of the same shape written as text. Not here: SSRF rules, selection,
  * breakers, retries, stats, Prometheus, auth. Not a product; the cost of the framework layer alone.
@@ -19,20 +19,12 @@ import Fastify from 'fastify';
 import pino from 'pino';
 import { Type } from 'typebox';
 import { Pool } from 'undici';
+import { SECURITY_HEADERS } from '../../src/http/security-headers.ts';
+import { envelope } from './envelope.ts';
 
 const [portArg = '', proxiesArg = ''] = process.argv.slice(2);
 const pools = proxiesArg.split(',').map((p) => new Pool(`http://127.0.0.1:${Number(p)}`));
 let next = 0;
-
-const SECURITY_HEADERS = {
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'x-xss-protection': '1; mode=block',
-  'strict-transport-security': 'max-age=31536000; includeSubDomains',
-  'content-security-policy': "default-src 'self'; frame-ancestors 'none'",
-  'referrer-policy': 'strict-origin-when-cross-origin',
-  'permissions-policy': 'geolocation=(), microphone=(), camera=()',
-};
 
 const logger = pino(
   {
@@ -77,18 +69,7 @@ app.post<{ Body: { url: string } }>('/api/v1/request', { schema: { body: Body } 
   const started = performance.now();
   const r = await pools[index]!.request({ path: url, method: 'GET', headers: { host: new URL(url).host } });
   const body = await r.body.text();
-  const out = JSON.stringify({
-    status: 'success',
-    data: {
-      status_code: r.statusCode,
-      headers: r.headers,
-      body,
-      proxy_used: `proxy-${index}`,
-      elapsed_ms: performance.now() - started,
-    },
-    error: null,
-    meta: { request_id: req.id, timestamp: new Date().toISOString(), version: 'fastify-relay' },
-  });
+  const out = envelope(r, body, index, started, { request_id: req.id, version: 'fastify-relay' });
   return reply.type('application/json; charset=utf-8').send(out);
 });
 

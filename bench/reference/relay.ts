@@ -11,6 +11,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Pool } from 'undici';
+import { envelope } from './envelope.ts';
 
 const [portArg = '', proxiesArg = ''] = process.argv.slice(2);
 const pools = proxiesArg.split(',').map((p) => new Pool(`http://127.0.0.1:${Number(p)}`));
@@ -25,18 +26,7 @@ async function relay(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const started = performance.now();
   const r = await pool.request({ path: url, method: 'GET', headers: { host: new URL(url).host } });
   const body = await r.body.text();
-  const out = JSON.stringify({
-    status: 'success',
-    data: {
-      status_code: r.statusCode,
-      headers: r.headers,
-      body,
-      proxy_used: `proxy-${index}`,
-      elapsed_ms: performance.now() - started,
-    },
-    error: null,
-    meta: { request_id: crypto.randomUUID(), timestamp: new Date().toISOString(), version: 'relay' },
-  });
+  const out = envelope(r, body, index, started, { request_id: crypto.randomUUID(), version: 'relay' });
   res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
   res.end(out);
 }
