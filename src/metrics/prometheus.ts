@@ -1,6 +1,13 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { BreakerStateName } from '../breaker/types.ts';
-import { ATTEMPT_OUTCOMES, type AttemptRecord, type CallRecord, retriesOf, safeMs } from './calls.ts';
+import {
+  ATTEMPT_OUTCOMES,
+  type AttemptOutcome,
+  type AttemptRecord,
+  type CallRecord,
+  retriesOf,
+  safeMs,
+} from './calls.ts';
 import { BREAKER_STATE_VALUE, EXPOSITION_CONTENT_TYPE } from './exposition.ts';
 import { TallyCounter, TallyHistogram } from './tallies.ts';
 
@@ -66,8 +73,11 @@ export class PromMetrics {
   readonly #proxyExists: ((proxyId: string) => boolean) | undefined;
   readonly #maxEndpoints: number;
   readonly #endpoints = new Set<string>();
-  /** Proxies that have series, so removal touches only what exists and the existence check runs once. */
-  readonly #proxies = new Set<string>();
+  /**
+   * Proxies that have series, so removal touches only what exists and the existence check runs once;
+   * with each its attempt tally keys, made once (a key built per attempt was a new string to hash).
+   */
+  readonly #proxies = new Map<string, Readonly<Record<AttemptOutcome, string>>>();
   // Written on every request or call: tallies (tallies.ts), turned into series when scraped.
   readonly #httpRequests: TallyCounter;
   readonly #httpDuration: TallyHistogram;
@@ -166,8 +176,9 @@ export class PromMetrics {
 
   /** One attempt's per-proxy series; also for an attempt that ended after its call was reported. */
   recordAttempt(a: AttemptRecord): void {
-    if (!this.#tracks(a.proxyId)) return;
-    this.#attempts.inc(`${a.outcome} ${a.proxyId}`, { proxy_id: a.proxyId, outcome: a.outcome });
+    const keys = this.#keysOf(a.proxyId);
+    if (keys === undefined) return;
+    this.#attempts.inc(keys[a.outcome], { proxy_id: a.proxyId, outcome: a.outcome });
     this.#upstreamLatency.observe(a.proxyId, { proxy_id: a.proxyId }, safeMs(a.latencyMs) / 1000);
   }
 
@@ -184,8 +195,10 @@ export class PromMetrics {
 
   /** A deleted proxy's series disappear from the next scrape. */
   removeProxy(proxyId: string): void {
-    if (!this.#proxies.delete(proxyId)) return;
-    for (const outcome of ATTEMPT_OUTCOMES) this.#attempts.delete(`${outcome} ${proxyId}`);
+    const keys = this.#proxies.get(proxyId);
+    if (keys === undefined) return;
+    this.#proxies.delete(proxyId);
+    for (const outcome of ATTEMPT_OUTCOMES) this.#attempts.delete(keys[outcome]);
     this.#upstreamLatency.delete(proxyId);
   }
 
@@ -200,11 +213,17 @@ export class PromMetrics {
     return this.#renderer ? this.#renderer() : this.registry.metrics();
   }
 
-  #tracks(proxyId: string): boolean {
-    if (this.#proxies.has(proxyId)) return true;
-    if (this.#proxyExists && !this.#proxyExists(proxyId)) return false;
-    this.#proxies.add(proxyId);
-    return true;
+  /** The proxy's attempt tally keys; undefined for a proxy that no longer exists (no series for it). */
+  #keysOf(proxyId: string): Readonly<Record<AttemptOutcome, string>> | undefined {
+    const known = this.#proxies.get(proxyId);
+    if (known !== undefined) return known;
+    if (this.#proxyExists && !this.#proxyExists(proxyId)) return undefined;
+    const keys = Object.fromEntries(ATTEMPT_OUTCOMES.map((o) => [o, `${o} ${proxyId}`])) as Record<
+      AttemptOutcome,
+      string
+    >;
+    this.#proxies.set(proxyId, keys);
+    return keys;
   }
 
   #endpoint(endpoint: string | undefined): string {
