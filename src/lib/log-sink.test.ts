@@ -58,7 +58,7 @@ test('flush(cb) hands the batch on and asks the destination to write it', async 
 
 test("Rota's logger: every line reaches stdout when the process exits at once, none doubled", () => {
   const script = `
-    import { createLogger } from './src/lib/logger.ts';
+    import { createLogger } from ${JSON.stringify(new URL('./logger.ts', import.meta.url).href)};
     const log = createLogger('info');
     for (let i = 0; i < 500; i++) log.info({ i }, 'line');
     process.exit(0);

@@ -152,13 +152,8 @@ export function openTcp(host: string, port: number, reads?: DirectReads): net.So
 }
 
 /** TCP to a proxy, once connected. */
-export async function connectTcp(
-  host: string,
-  port: number,
-  signal: AbortSignal,
-  reads?: DirectReads,
-): Promise<net.Socket> {
-  return once(openTcp(host, port, reads), 'connect', signal);
+export async function connectTcp(host: string, port: number, signal: AbortSignal): Promise<net.Socket> {
+  return once(openTcp(host, port), 'connect', signal);
 }
 
 /** TCP + TLS to an https:// proxy. ALPN pins HTTP/1.1: we speak CONNECT or absolute-URI HTTP/1.1. */
@@ -249,8 +244,9 @@ export function toConnector(
 
 /**
  * One long-lived Agent (or Pool) per proxy. pipelining 1: a proxy connection carries one request at a
- * time, so a slow answer never holds up another. keepAliveTimeout stays short (undici shortens it further when the
- * server announces its own) because a proxy closing an idle connection under us costs a failed attempt.
+ * time, so a slow answer never holds up another. keepAliveTimeout stays short (undici shortens it
+ * further when the server announces its own) because a proxy closing an idle connection under us costs
+ * a failed attempt.
  */
 function poolOptions(connect: buildConnector.connector, opts: DialerOptions) {
   return {

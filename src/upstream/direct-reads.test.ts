@@ -4,7 +4,7 @@ import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { IdleSweeper } from '../forward/idle-sweep.ts';
 import { splice } from '../forward/splice.ts';
-import { connectTcp } from './dial.ts';
+import { once, openTcp } from './dial.ts';
 import { DirectReads, directReadsOf } from './direct-reads.ts';
 import { requestTunnel } from './http-proxy.ts';
 
@@ -65,7 +65,7 @@ interface Received {
  */
 async function download(name: string, slow: boolean, spliceAfterMs = 0): Promise<Received> {
   const reads = new DirectReads();
-  const upstream = await connectTcp('127.0.0.1', proxyPort, AbortSignal.timeout(5_000), reads);
+  const upstream = await once(openTcp('127.0.0.1', proxyPort, reads), 'connect', AbortSignal.timeout(5_000));
   await requestTunnel(upstream, { hostname: name, port: 443 }, null, AbortSignal.timeout(5_000));
   assert.equal(directReadsOf(upstream), reads);
   const front = net.createServer();
