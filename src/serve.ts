@@ -2,6 +2,7 @@ import cluster from 'node:cluster';
 import ipaddr from 'ipaddr.js';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
+import { flushCompileCache } from './lib/compile-cache.ts';
 import { processHeapTrimmer } from './lib/heap-trim.ts';
 import { createLogger } from './lib/logger.ts';
 import { createServices } from './services.ts';
@@ -67,6 +68,8 @@ async function main(): Promise<void> {
   // Start-up's garbage and an idle young generation go back to the system in the first quiet second
   // (after traffic, only after 30 s of quiet: lib/heap-trim.ts).
   processHeapTrimmer().start();
+  // What start-up compiled goes to the cache now, not only at exit (a SIGKILL would lose it).
+  setImmediate(flushCompileCache);
   if (!config.requireAuth && !isLoopback(config.host)) {
     logger.warn(
       { host: config.host },

@@ -42,13 +42,17 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Starts the real server (`node src/main.ts`) and resolves once `/api/v1/ready` answers 200. ROTA_*
- * variables of the calling environment are not passed on, so a test sees only the config it gives.
+ * Starts the real server (`node src/main.ts`, or the production build with `script: 'dist/main.js'`)
+ * and resolves once `/api/v1/ready` answers 200. ROTA_* variables of the calling environment are not
+ * passed on, so a test sees only the config it gives.
  */
-export async function startServer(env: Readonly<Record<string, string>> = {}): Promise<RunningServer> {
+export async function startServer(
+  env: Readonly<Record<string, string>> = {},
+  opts: { readonly script?: string } = {},
+): Promise<RunningServer> {
   for (let attempt = 1; ; attempt++) {
     const port = env.ROTA_PORT === undefined ? await freePort() : Number(env.ROTA_PORT);
-    const server = spawnServer(port, env);
+    const server = spawnServer(port, env, opts.script ?? 'src/main.ts');
     try {
       await waitReady(server);
       return server;
@@ -61,9 +65,9 @@ export async function startServer(env: Readonly<Record<string, string>> = {}): P
   }
 }
 
-function spawnServer(port: number, env: Readonly<Record<string, string>>): RunningServer {
+function spawnServer(port: number, env: Readonly<Record<string, string>>, script: string): RunningServer {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROTA_')));
-  const proc = spawn(process.execPath, ['src/main.ts'], {
+  const proc = spawn(process.execPath, [script], {
     cwd: ROOT,
     // The listeners are off unless a test asks for them: their default ports would collide between servers.
     env: {

@@ -1,0 +1,96 @@
+/**
+ * V8's compiled code for the modules Rota loads, kept on disk between runs (node:module's compile cache).
+ *
+ *   main.js ──ROTA_COMPILE_CACHE=off?──yes──▶ compile every module from source (as before)
+ *              │ no
+ *              ▼
+ *   private folder? (ours, 0700, not a link) ──no──▶ one COMPILE_CACHE_SKIPPED line; compile from source
+ *              │ yes
+ *              ▼
+ *   module.enableCompileCache(folder) ──▶ modules load from cache ──▶ after /ready: flushCompileCache()
+ *
+ * Why: compiling the JavaScript of the ~250 dependency files Rota loads (Fastify, Ajv, undici, pino…)
+ * was the largest item of start-up: wrapSafe, V8's compile of a CommonJS file, had 110-190 ms of the
+ * CPU of a start to the first /ready (--cpu-prof, BENCHMARKS.md workload 11). From the cache, V8 only
+ * checks each file's hash and deserialises its code.
+ *
+ * Why a private folder and not Node's default (os.tmpdir()/node-compile-cache, shared by every user):
+ * V8 trusts what it deserialises, so whoever can write the folder can run code in Rota. The default is
+ * a folder of this user's own under the temp folder, made 0700; one that exists with other owners or
+ * wider rights is not used. Entries are keyed by file path and checked against the file's content, so a
+ * rebuilt dist/ never runs stale code; NODE_COMPILE_CACHE set by the operator wins (Node enables it
+ * before any code runs) and NODE_DISABLE_COMPILE_CACHE=1 turns it off, as for any Node program.
+ */
+import { lstatSync, mkdirSync } from 'node:fs';
+import module from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export type CacheChoice =
+  | { readonly kind: 'off' }
+  | { readonly kind: 'dir'; readonly path: string; readonly explicit: boolean };
+
+const OFF = new Set(['off', 'false', '0', 'no']);
+
+/** Where the cache goes: ROTA_COMPILE_CACHE (a folder, or off), else a per-user folder under tmp. */
+export function chooseCacheDir(
+  env: NodeJS.ProcessEnv,
+  uid: number | undefined,
+  tmp: string = tmpdir(),
+): CacheChoice {
+  const v = (env.ROTA_COMPILE_CACHE ?? '').trim();
+  if (OFF.has(v.toLowerCase())) return { kind: 'off' };
+  if (v !== '') return { kind: 'dir', path: v, explicit: true };
+  return { kind: 'dir', path: join(tmp, `rota-compile-cache-${uid ?? 'user'}`), explicit: false };
+}
+
+export type PrivateCheck = { readonly ok: true } | { readonly ok: false; readonly why: string };
+
+/** Makes the folder (0700) if missing; then it must be a real folder of this user, writable by no other. */
+export function ensurePrivateDir(path: string, uid: number | undefined): PrivateCheck {
+  try {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+    const st = lstatSync(path);
+    if (st.isSymbolicLink() || !st.isDirectory()) return { ok: false, why: 'not a folder' };
+    if (uid !== undefined && st.uid !== uid) return { ok: false, why: `owned by uid ${st.uid}` };
+    if ((st.mode & 0o022) !== 0) return { ok: false, why: 'writable by other users' };
+    return { ok: true };
+  } catch (e) {
+    return { ok: false, why: (e as NodeJS.ErrnoException).code ?? String(e) };
+  }
+}
+
+export type CacheState =
+  | { readonly kind: 'enabled'; readonly dir: string }
+  | { readonly kind: 'off' }
+  | { readonly kind: 'skipped'; readonly why: string };
+
+/** Turns the cache on for this process; never throws (a cache is an optimisation, not a dependency). */
+export function enableCompileCache(
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (line: string) => void = (l) => process.stderr.write(`${l}\n`),
+): CacheState {
+  if (typeof module.enableCompileCache !== 'function') return { kind: 'skipped', why: 'not supported' };
+  const already = module.getCompileCacheDir?.();
+  if (already !== undefined) return { kind: 'enabled', dir: already };
+  const choice = chooseCacheDir(env, process.getuid?.());
+  if (choice.kind === 'off') return choice;
+  const check = ensurePrivateDir(choice.path, process.getuid?.());
+  if (!check.ok) {
+    warn(`COMPILE_CACHE_SKIPPED ${choice.path}: ${check.why}; modules compile from source`);
+    return { kind: 'skipped', why: check.why };
+  }
+  const r = module.enableCompileCache(choice.path);
+  const { ENABLED, ALREADY_ENABLED } = module.constants.compileCacheStatus;
+  if (r.status === ENABLED || r.status === ALREADY_ENABLED)
+    return { kind: 'enabled', dir: r.directory ?? '' };
+  // DISABLED is NODE_DISABLE_COMPILE_CACHE=1: the operator's choice, said nothing about.
+  if (r.status !== module.constants.compileCacheStatus.DISABLED && choice.explicit)
+    warn(`COMPILE_CACHE_SKIPPED ${choice.path}: ${r.message ?? 'failed'}`);
+  return { kind: 'skipped', why: r.message ?? 'disabled' };
+}
+
+/** Writes what this process compiled so far, so that the next start finds it even after a SIGKILL. */
+export function flushCompileCache(): void {
+  if (module.getCompileCacheDir?.() !== undefined) module.flushCompileCache?.();
+}

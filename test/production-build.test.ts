@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
+import { startTarget, type TargetServer } from './fixtures/target.ts';
+import { viaProxy } from './forward-kit.ts';
+import { freePort, startServer } from './helpers/server.ts';
+
+/*
+ * What `npm start` runs: the production build (dist/main.js, made by scripts/build.ts), not the sources
+ * the other end-to-end tests start. The bundle re-executes itself with its Node flags, turns on the
+ * compile cache, and must then serve the API, the docs and the listeners as the sources do.
+ */
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+let target: TargetServer;
+let upstream: ForwardProxy;
+let dir: string;
+
+before(async () => {
+  // scripts/test.sh builds before the tests; run alone, this file builds what is stale itself.
+  const built = spawnSync(process.execPath, ['scripts/build.ts'], { cwd: ROOT, encoding: 'utf8' });
+  assert.equal(built.status, 0, built.stderr);
+  dir = mkdtempSync(join(tmpdir(), 'rota-prod-'));
+  [target, upstream] = await Promise.all([startTarget(), startForwardProxy()]);
+});
+
+after(async () => {
+  await Promise.all([target.close(), upstream.close()]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Files under a folder, at any depth. */
+function filesUnder(path: string): number {
+  return readdirSync(path, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
+}
+
+test('dist/main.js: API, request, docs and the HTTP listener; compile cache written; SIGTERM exits 0', async () => {
+  const cache = join(dir, 'cache');
+  const proxyPort = await freePort();
+  const env = {
+    ROTA_SSRF_ALLOW: '127.0.0.0/8',
+    ROTA_COMPILE_CACHE: cache,
+    ROTA_PROXY_PORT: String(proxyPort),
+  };
+  const server = await startServer(env, { script: 'dist/main.js' });
+  try {
+    const add = await fetch(`${server.url}/api/v1/proxies`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `http://127.0.0.1:${upstream.port}` }),
+    });
+    assert.equal(add.status, 201, await add.text());
+    const call = await fetch(`${server.url}/api/v1/request`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: target.url('/json').href }),
+    });
+    const data = ((await call.json()) as { data: { status_code: number } }).data;
+    assert.equal(data.status_code, 200);
+    for (const page of ['/docs/', '/redoc', '/redoc/redoc.standalone.js', '/openapi.json', '/metrics']) {
+      const res = await fetch(`${server.url}${page}`);
+      await res.arrayBuffer();
+      assert.equal(res.status, 200, page);
+    }
+    const relayed = await viaProxy(proxyPort, target.url('/json').href);
+    assert.equal(relayed.status, 200);
+    assert.ok(relayed.headers['x-rota-proxy-id'], 'the listener names the proxy');
+    // Flushed after ready (lib/compile-cache.ts), not only at exit: present while the process runs.
+    assert.ok(filesUnder(cache) > 0, 'the compile cache holds entries');
+  } finally {
+    const exit = await server.stop('SIGTERM');
+    assert.equal(exit.code, 0, server.output());
+  }
+  assert.doesNotMatch(server.output(), /COMPILE_CACHE_SKIPPED|NODE_FLAGS_MISSING/);
+  // A second start reads the cache it left and is ready as before.
+  const again = await startServer(env, { script: 'dist/main.js' });
+  const exit = await again.stop('SIGTERM');
+  assert.equal(exit.code, 0, again.output());
+});
+
+test('a compile-cache folder other users can write is not used: one line, and Rota starts anyway', async () => {
+  const open = join(dir, 'open');
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  const server = await startServer({ ROTA_COMPILE_CACHE: open }, { script: 'dist/main.js' });
+  const exit = await server.stop('SIGTERM');
+  assert.equal(exit.code, 0, server.output());
+  assert.match(server.output(), /COMPILE_CACHE_SKIPPED .*open: writable by other users/);
+  assert.equal(filesUnder(open), 0, 'nothing was written to it');
+});
