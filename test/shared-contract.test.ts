@@ -101,6 +101,26 @@ for (const [name, make] of counters) {
   });
 }
 
+describe('Redis forgets the scripts', () => {
+  test('after SCRIPT FLUSH the counter sends the script again and keeps counting', async () => {
+    const l = await link();
+    const c = new RedisRateCounter(l, `rota:flush:${Math.random()}:`);
+    assert.equal((await c.incr('k', 60_000)).count, 1);
+    assert.equal(await l.cmd.script('FLUSH'), 'OK');
+    assert.equal((await c.incr('k', 60_000)).count, 2, 'EVAL after NOSCRIPT, same key');
+    assert.equal((await c.peek('k', 60_000)).count, 2);
+    const calls = async (name: string) =>
+      Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(await l.cmd.info('commandstats'))?.[1] ?? 0);
+    const [sha, full] = [await calls('evalsha'), await calls('eval')];
+    assert.equal((await c.incr('k', 60_000)).count, 3);
+    assert.deepEqual(
+      [await calls('evalsha'), await calls('eval')],
+      [sha + 1, full],
+      'by hash once Redis has it',
+    );
+  });
+});
+
 describe('Redis outage', () => {
   test('the counter answers from local counts while Redis is gone, and the link comes back', async () => {
     const l = await link();
