@@ -42,6 +42,8 @@ export interface Starts {
 export interface MemoryFigures {
   readonly bare: Outcome<Idle>;
   readonly prod: Outcome<Starts>;
+  /** The same starts with ROTA_COMPILE_CACHE=off: every module compiled from source, as a first start. */
+  readonly coldCache: Outcome<Starts>;
   readonly noFlag: Outcome<Idle>;
   /** npm start's flags plus --enable-source-maps (what readable stack traces cost). */
   readonly sourceMaps: Outcome<Idle>;
@@ -136,6 +138,9 @@ export async function measureMemory(ctx: Ctx, notes: string[]): Promise<MemoryFi
   ctx.log('  lean: idle memory (empty node, Rota as npm start runs it, without the flag, from sources)');
   const bareIdle = await attempt(ctx, 'bare node', () => bare(ctx));
   const prod = await attempt(ctx, 'start-up, empty', () => starts(ctx, 'lean-empty', {}, notes));
+  const coldCache = await attempt(ctx, 'start-up, no compile cache', () =>
+    starts(ctx, 'lean-nocache', { ROTA_COMPILE_CACHE: 'off' }, notes),
+  );
   const noFlag = await attempt(ctx, 'no flag', () => once(ctx, 'lean-noflag', []));
   const sourceMaps = await attempt(ctx, 'source maps', () =>
     once(ctx, 'lean-maps', [...START_FLAGS, '--enable-source-maps']),
@@ -155,5 +160,5 @@ export async function measureMemory(ctx: Ctx, notes: string[]): Promise<MemoryFi
     buildCheckMs: await timed(process.execPath, ['scripts/build.ts']),
     bareNodeMs: await timed(process.execPath, ['-e', '0']),
   }));
-  return { bare: bareIdle, prod, noFlag, sourceMaps, source, sqliteEmpty, sqliteFull, wrapper };
+  return { bare: bareIdle, prod, coldCache, noFlag, sourceMaps, source, sqliteEmpty, sqliteFull, wrapper };
 }

@@ -92,6 +92,10 @@ function startTable(ctx: Ctx, m: MemoryFigures): string {
     ['Start-up, spawn of node → first 200 of /api/v1/ready', 'median, ms', 'slowest, ms', 'each, ms'],
     [
       startRow('empty memory store', m.prod),
+      startRow(
+        'empty memory store, `ROTA_COMPILE_CACHE=off` (every module compiled, as a first start)',
+        m.coldCache,
+      ),
       startRow(`${fmt(ctx.scaleProxies, 0)} proxies in SQLite`, m.sqliteFull),
       one(
         '`npm start` adds: `bash scripts/with-node.sh true` (median of 3)',

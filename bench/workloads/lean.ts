@@ -58,6 +58,7 @@ export async function runLean(ctx: Ctx, earlier: readonly WorkloadOutput[] = [])
     const memory = {
       bare: failed,
       prod: failed,
+      coldCache: failed,
       noFlag: failed,
       sourceMaps: failed,
       source: failed,

@@ -47,6 +47,8 @@ export interface Cluster {
   readonly instances: readonly Rota[];
   /** Every Rota process: each instance, and its workers when it has any. */
   pids(): number[];
+  /** The redis-server of the shape, if it has one. */
+  readonly redisPid: number | null;
   stop(): Promise<void>;
 }
 
@@ -107,10 +109,12 @@ export async function startCluster(
   };
   try {
     const env: Record<string, string> = {};
+    let redisPid: number | null = null;
     if (s.redis) {
       const redis: Server = await startRedisServer(ctx.workDir, `redis-${s.key}`);
       stops.push(() => redis.proc.stop());
       env.ROTA_REDIS_URL = redis.url;
+      redisPid = redis.proc.pid;
     }
     if (s.store === 'sqlite') env.ROTA_STORAGE_PATH = copyPool(template, s.key);
     const instances: Rota[] = [];
@@ -131,7 +135,7 @@ export async function startCluster(
     stops.push(() => nginx.proc.stop());
     await probeAll(nginx.url, ctx.target.jsonUrl, s.instances * s.workers * 2);
     const pids = () => instances.flatMap((r) => [r.proc.pid, ...childPids(r.proc.pid)]);
-    return { base: nginx.url, instances, pids, stop };
+    return { base: nginx.url, instances, pids, redisPid, stop };
   } catch (e) {
     await stop();
     throw e;

@@ -13,6 +13,8 @@ export interface ShapeFigures {
   readonly w: WrkResult;
   /** Peak RSS of each Rota process (instances and workers), MB. */
   readonly peaksMb: readonly number[];
+  /** CPU per call during the measured run, µs: every Rota process together, and the redis-server. */
+  readonly cpuUs: { readonly rota: number; readonly redis: number | null };
 }
 
 const W = 'Workload 10: several Rota instances as one (shared state)';
@@ -29,8 +31,8 @@ export function percentile(xs: readonly number[], p: number): number {
 function shapeRows(results: ReadonlyMap<string, Outcome<ShapeFigures>>): string[][] {
   return SHAPES.map((s) => {
     const o = results.get(s.key) ?? { ok: false, reason: 'not run' };
-    if (!o.ok) return [s.title, String(s.instances * s.workers), ...Array(7).fill(`failed: ${o.reason}`)];
-    const { w, peaksMb } = o.value;
+    if (!o.ok) return [s.title, String(s.instances * s.workers), ...Array(9).fill(`failed: ${o.reason}`)];
+    const { w, peaksMb, cpuUs } = o.value;
     const rps = goodput(w);
     return [
       s.title,
@@ -40,6 +42,8 @@ function shapeRows(results: ReadonlyMap<string, Outcome<ShapeFigures>>): string[
       fmt(w.p50Ms, 2),
       fmt(w.p99Ms, 2),
       fmt(failures(w), 0),
+      fmt(cpuUs.rota, 0),
+      cpuUs.redis === null ? '—' : fmt(cpuUs.redis, 0),
       fmt(Math.max(...peaksMb), 1),
       fmt(
         peaksMb.reduce((a, b) => a + b, 0),
@@ -132,6 +136,30 @@ function intro(ctx: Ctx): string[] {
   ];
 }
 
+/**
+ * The shared state's cost in CPU per call, which the 2 shared cores do not blur as they blur req/s (the
+ * two memory runs, identical shapes, have differed by over 10% in req/s).
+ */
+function cpuNote(results: ReadonlyMap<string, Outcome<ShapeFigures>>): string[] {
+  const cpu = (k: string) => {
+    const o = results.get(k);
+    return o?.ok ? o.value.cpuUs : null;
+  };
+  const mem = ['memory-before', 'memory-after'].map(cpu).filter((c) => c !== null && isNum(c.rota));
+  const shared = cpu('shared-1x1');
+  const sqlite = cpu('sqlite');
+  if (mem.length === 0 || !shared || !isNum(shared.rota)) return [];
+  const base = mem.reduce((a, c) => a + c!.rota, 0) / mem.length;
+  const redis = shared.redis ?? 0;
+  const total = shared.rota + redis;
+  return [
+    `10. CPU per call, one instance: memory state ${fmt(base, 0)} µs of Rota (mean of before/after)` +
+      (sqlite && isNum(sqlite.rota) ? `, SQLite ${fmt(sqlite.rota, 0)} µs` : '') +
+      `, SQLite + Redis ${fmt(shared.rota, 0)} µs of Rota and ${fmt(redis, 0)} µs of redis-server: ` +
+      `${fmt((100 * (total - base)) / base, 1)}% more CPU per call for the shared state, both processes counted.`,
+  ];
+}
+
 export function sharedOutput(
   ctx: Ctx,
   results: ReadonlyMap<string, Outcome<ShapeFigures>>,
@@ -140,7 +168,8 @@ export function sharedOutput(
 ): WorkloadOutput {
   const t = targets(results, p);
   const head = ['Shape', 'Rota processes', 'req/s', 'req/s per instance', 'p50, ms', 'p99, ms'];
-  head.push('failed calls', 'peak RSS, largest process, MB', 'peak RSS, all processes, MB');
+  head.push('failed calls', 'Rota CPU per call, µs', 'Redis CPU per call, µs');
+  head.push('peak RSS, largest process, MB', 'peak RSS, all processes, MB');
   const blocks = [
     {
       title: '10.1 Throughput through nginx, small JSON, 50 connections',
@@ -148,7 +177,7 @@ export function sharedOutput(
     },
     { title: '10.2 Propagation between instances under load', table: propagationTable(p) },
   ];
-  const more: string[] = [];
+  const more: string[] = [...cpuNote(results)];
   for (const s of SHAPES) {
     const o = results.get(s.key);
     if (s.workers === 1 || !o?.ok) continue;

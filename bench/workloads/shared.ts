@@ -1,5 +1,6 @@
 import { RssGroupWatch } from '../lib/cluster-kit.ts';
 import type { Ctx } from '../lib/context.ts';
+import { CpuSplit } from '../lib/cpu.ts';
 import { failedCell, type WorkloadOutput } from '../lib/report.ts';
 import { requestBody } from '../lib/rota.ts';
 import { MB, waitForIdleProcess } from '../lib/rss.ts';
@@ -31,8 +32,15 @@ async function loadOnce(ctx: Ctx, c: Cluster): Promise<ShapeFigures> {
   const pids = c.pids();
   for (const pid of pids) await waitForIdleProcess(pid, 30_000);
   const watch = new RssGroupWatch(pids);
+  const named: Record<string, number> = Object.fromEntries(pids.map((pid, i) => [`rota${i}`, pid]));
+  if (c.redisPid !== null) named.redis = c.redisPid;
+  const cpu = new CpuSplit(named);
   const w = await wrk({ ...o, durationS: ctx.loadS });
-  return { w, peaksMb: watch.stop().map((b) => b / MB) };
+  const per = cpu.stop(w.requests).perCallUs;
+  const rota = Object.entries(per)
+    .filter(([k]) => k.startsWith('rota'))
+    .reduce((a, [, v]) => a + (v ?? Number.NaN), 0);
+  return { w, peaksMb: watch.stop().map((b) => b / MB), cpuUs: { rota, redis: per.redis ?? null } };
 }
 
 async function measureShape(
