@@ -149,6 +149,39 @@ describe('PromMetrics', () => {
     assert.equal(sumOf(s, 'rota_retries_total'), 3, 'global counters keep the history');
   });
 
+  it('each outcome of a proxy is its own series; a proxy back under the same id counts from zero', async () => {
+    const live = new Set([A]);
+    const m = metrics({ proxyExists: (id) => live.has(id) });
+    const outcomes = ['success', 'timeout', 'proxy_error', 'success'] as const;
+    for (const [i, outcome] of outcomes.entries())
+      m.recordAttempt({ proxyId: A, attempt: i + 1, outcome, latencyMs: 1 });
+    m.recordAttempt({ proxyId: B, attempt: 1, outcome: 'success', latencyMs: 1 }); // B does not exist
+    let s = await samples(m);
+    assert.deepEqual(
+      seriesOf(s, 'rota_upstream_attempts_total')
+        .filter((x) => x.value > 0)
+        .map((x) => [x.labels.proxy_id, x.labels.outcome, x.value])
+        .sort(),
+      [
+        [A, 'proxy_error', 1],
+        [A, 'success', 2],
+        [A, 'timeout', 1],
+      ],
+    );
+    live.delete(A);
+    m.removeProxy(A);
+    m.recordAttempt({ proxyId: A, attempt: 1, outcome: 'success', latencyMs: 1 });
+    assert.ok(!(await m.render()).includes(A), 'gone while it does not exist');
+    live.add(A);
+    live.add(B);
+    m.recordAttempt({ proxyId: A, attempt: 1, outcome: 'success', latencyMs: 1 });
+    m.recordAttempt({ proxyId: B, attempt: 1, outcome: 'success', latencyMs: 1 });
+    s = await samples(m);
+    assert.equal(sumOf(s, 'rota_upstream_attempts_total', { proxy_id: A, outcome: 'success' }), 1);
+    assert.equal(sumOf(s, 'rota_upstream_attempts_total', { proxy_id: A, outcome: 'timeout' }), 0);
+    assert.equal(sumOf(s, 'rota_upstream_attempts_total', { proxy_id: B, outcome: 'success' }), 1);
+  });
+
   it('uses a private registry and the Prometheus 0.0.4 content type', async () => {
     const m1 = metrics();
     const m2 = metrics();
