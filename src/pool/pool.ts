@@ -1,54 +1,11 @@
 import { ApiError } from '../http/errors.ts';
 import { DuplicateProxyError, type ProxyStore } from '../store/types.ts';
+import type { AddProxyInput, BulkOutcome, PoolListener, ProxyEntry } from './entry.ts';
 import { IdentityIndex } from './identity.ts';
 import { buildRecord, tryBuild } from './record.ts';
-import {
-  type Health,
-  identityKey,
-  type ProxyRecord,
-  type ProxyStatus,
-  publicUrl,
-  type StatusFilter,
-} from './types.ts';
+import { identityKey, type ProxyRecord, type ProxyStatus, publicUrl, type StatusFilter } from './types.ts';
 
-export interface ProxyStats {
-  total: number;
-  success: number;
-  failed: number;
-  latencySumMs: number;
-}
-
-/** A pool member: the persisted record plus state that lives only in this process. */
-export interface ProxyEntry {
-  readonly record: ProxyRecord;
-  readonly url: string;
-  health: Health;
-  consecutiveFailures: number;
-  inFlight: number;
-  readonly stats: ProxyStats;
-  /** With shared state: the cluster-wide counters of this proxy (shared-state/cluster-stats.ts). */
-  cluster?: ProxyStats;
-}
-
-export interface AddProxyInput {
-  url: string;
-  username?: string | undefined;
-  password?: string | undefined;
-  weight?: number | undefined;
-  country?: string | undefined;
-  tags?: string[] | undefined;
-}
-
-/** What became of one input of `addMany`, in input order. */
-export type BulkOutcome =
-  | { readonly kind: 'created'; readonly entry: ProxyEntry }
-  | { readonly kind: 'duplicate' }
-  | { readonly kind: 'invalid'; readonly reason: string };
-
-export interface PoolListener {
-  added?(entry: ProxyEntry): void;
-  removed?(entry: ProxyEntry): void;
-}
+export type { AddProxyInput, BulkOutcome, PoolListener, ProxyEntry, ProxyStats } from './entry.ts';
 
 type Clock = () => number;
 
