@@ -13,7 +13,7 @@ import { type Outcome, type ShapeFigures, sharedOutput } from './shared-report.t
 /**
  * Workload 10, several Rota instances as one: POST request (small JSON, 50 connections) through nginx
  * to 1, 2 and 3 instances, each with 1 or 2 workers, all on one SQLite file and one redis-server, next
- * to one instance with memory state at the same load (before and after); then how fast a change on one
+ * to one instance with memory state at the same load (three runs each, alternating); then how fast a change on one
  * instance shows on the others under that load.
  */
 /** Propagation: this many changes of each kind (PUT config, POST proxies), each polled on 2 instances. */
