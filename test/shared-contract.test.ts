@@ -101,6 +101,21 @@ for (const [name, make] of counters) {
   });
 }
 
+describe('calls made together travel together', () => {
+  test('counter calls of one event-loop turn are queued for one write, and each gets its own count', async () => {
+    const l = await link();
+    const c = new RedisRateCounter(l, `rota:pipe:${Math.random()}:`);
+    await c.incr('warm', 60_000); // the script is known to Redis: EVALSHA only from here
+    const calls = Array.from({ length: 20 }, () => c.incr('k', 60_000));
+    assert.equal(l.cmd.autoPipelineQueueSize, 20, 'queued together, not written one by one');
+    const counts = (await Promise.all(calls)).map((x) => x.count).sort((a, b) => a - b);
+    assert.deepEqual(
+      counts,
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
+  });
+});
+
 describe('Redis forgets the scripts', () => {
   test('after SCRIPT FLUSH the counter sends the script again and keeps counting', async () => {
     const l = await link();

@@ -23,7 +23,12 @@ export class RedisLink {
       commandTimeout: 1_000,
       retryStrategy: (times: number) => Math.min(100 * times, 1_000),
     };
-    this.cmd = new Redis(url, opts);
+    // Every API request makes one rate-limit call (redis-counter.ts). Without auto-pipelining each was a
+    // write(2) of its own; with it, the calls made in one turn of the event loop leave in one write (ioredis
+    // flushes on setImmediate, right after the turn's I/O). Measured against redis-server, 50 in flight:
+    // 9.2-11.4 → 6.1-8.8 µs of Node CPU and 6.8-7.2 → 3.3 µs of Redis CPU per call; in a --cpu-prof of
+    // workload 10 the socket writes of the single calls were ~19 µs of Rota's CPU per request.
+    this.cmd = new Redis(url, { ...opts, enableAutoPipelining: true });
     // ioredis's own re-subscribe after a reconnect leaves its promise unhandled: a close while it was in
     // flight (Redis gone again, or close() during it) was an unhandledRejection. listen() re-subscribes.
     this.sub = new Redis(url, { ...opts, autoResubscribe: false });
