@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import ipaddr from 'ipaddr.js';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { flushCompileCache } from './lib/compile-cache.ts';
+import { compileCacheAfterReady } from './lib/compile-cache.ts';
 import { processHeapTrimmer } from './lib/heap-trim.ts';
 import { createLogger } from './lib/logger.ts';
 import { createServices } from './services.ts';
@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   // (after traffic, only after 30 s of quiet: lib/heap-trim.ts).
   processHeapTrimmer().start();
   // What start-up compiled goes to the cache now, not only at exit (a SIGKILL would lose it).
-  setImmediate(flushCompileCache);
+  setImmediate(compileCacheAfterReady);
   if (!config.requireAuth && !isLoopback(config.host)) {
     logger.warn(
       { host: config.host },

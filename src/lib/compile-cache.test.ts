@@ -1,11 +1,21 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { chooseCacheDir, ensurePrivateDir } from './compile-cache.ts';
+import { chooseCacheDir, ensurePrivateDir, pruneStaleCaches, STALE_CACHE_MS } from './compile-cache.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'rota-cc-'));
 const uid = process.getuid?.();
@@ -78,4 +88,19 @@ test('in a process: enabled in the chosen folder; off leaves Node without a cach
   assert.equal(on.s.kind, 'enabled');
   assert.ok(on.dir?.startsWith(at), `cache at ${on.dir}`);
   assert.deepEqual(run({ ROTA_COMPILE_CACHE: 'off' }), { s: { kind: 'off' }, dir: null });
+});
+
+test('pruning: only in Rota own folder, only other subfolders untouched for 30 days', async () => {
+  const root = join(dir, 'prune');
+  const cur = join(root, 'v24.21.0-x64-aaaa-0');
+  for (const name of ['v24.21.0-x64-aaaa-0', 'v22.1.0-x64-bbbb-0', 'v24.21.0-x64-cccc-0', 'keep-me'])
+    mkdirSync(join(root, name), { recursive: true });
+  const old = new Date(Date.now() - STALE_CACHE_MS - 60_000);
+  for (const name of ['v24.21.0-x64-aaaa-0', 'v22.1.0-x64-bbbb-0', 'keep-me'])
+    utimesSync(join(root, name), old, old);
+  const named = { kind: 'enabled', dir: cur, own: false } as const;
+  assert.deepEqual(await pruneStaleCaches(named), [], 'a folder the operator named is left alone');
+  assert.deepEqual(await pruneStaleCaches({ ...named, own: true }), ['v22.1.0-x64-bbbb-0']);
+  assert.deepEqual(readdirSync(root).sort(), ['keep-me', 'v24.21.0-x64-aaaa-0', 'v24.21.0-x64-cccc-0']);
+  assert.deepEqual(await pruneStaleCaches({ kind: 'off' }), []);
 });

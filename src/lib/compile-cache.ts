@@ -22,9 +22,10 @@
  * before any code runs) and NODE_DISABLE_COMPILE_CACHE=1 turns it off, as for any Node program.
  */
 import { lstatSync, mkdirSync } from 'node:fs';
+import { readdir, rm, stat } from 'node:fs/promises';
 import module from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 export type CacheChoice =
   | { readonly kind: 'off' }
@@ -61,18 +62,26 @@ export function ensurePrivateDir(path: string, uid: number | undefined): Private
 }
 
 export type CacheState =
-  | { readonly kind: 'enabled'; readonly dir: string }
+  | { readonly kind: 'enabled'; readonly dir: string; readonly own: boolean }
   | { readonly kind: 'off' }
   | { readonly kind: 'skipped'; readonly why: string };
+
+/** What enableCompileCache did in this process, for afterReady. */
+let current: CacheState = { kind: 'off' };
 
 /** Turns the cache on for this process; never throws (a cache is an optimisation, not a dependency). */
 export function enableCompileCache(
   env: NodeJS.ProcessEnv = process.env,
   warn: (line: string) => void = (l) => process.stderr.write(`${l}\n`),
 ): CacheState {
+  current = decide(env, warn);
+  return current;
+}
+
+function decide(env: NodeJS.ProcessEnv, warn: (line: string) => void): CacheState {
   if (typeof module.enableCompileCache !== 'function') return { kind: 'skipped', why: 'not supported' };
   const already = module.getCompileCacheDir?.();
-  if (already !== undefined) return { kind: 'enabled', dir: already };
+  if (already !== undefined) return { kind: 'enabled', dir: already, own: false };
   const choice = chooseCacheDir(env, process.getuid?.());
   if (choice.kind === 'off') return choice;
   const check = ensurePrivateDir(choice.path, process.getuid?.());
@@ -83,7 +92,12 @@ export function enableCompileCache(
   const r = module.enableCompileCache(choice.path);
   const { ENABLED, ALREADY_ENABLED } = module.constants.compileCacheStatus;
   if (r.status === ENABLED || r.status === ALREADY_ENABLED)
-    return { kind: 'enabled', dir: r.directory ?? '' };
+    // getCompileCacheDir names the subfolder of this Node version and flag set; r.directory, its parent.
+    return {
+      kind: 'enabled',
+      dir: module.getCompileCacheDir?.() ?? r.directory ?? '',
+      own: !choice.explicit && r.status === ENABLED,
+    };
   // DISABLED is NODE_DISABLE_COMPILE_CACHE=1: the operator's choice, said nothing about.
   if (r.status !== module.constants.compileCacheStatus.DISABLED && choice.explicit)
     warn(`COMPILE_CACHE_SKIPPED ${choice.path}: ${r.message ?? 'failed'}`);
@@ -93,4 +107,42 @@ export function enableCompileCache(
 /** Writes what this process compiled so far, so that the next start finds it even after a SIGKILL. */
 export function flushCompileCache(): void {
   if (module.getCompileCacheDir?.() !== undefined) module.flushCompileCache?.();
+}
+
+/** Once the server is ready: the cache written, and stale caches of other versions pruned (in the background). */
+export function compileCacheAfterReady(): void {
+  flushCompileCache();
+  void pruneStaleCaches(current);
+}
+
+/** A cache for another Node version or flag set that nothing has written to for this long goes. */
+export const STALE_CACHE_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * Node keeps one subfolder per Node version and flag set (`v24.21.0-x64-<hash>-<uid>`) and never removes
+ * one: after upgrades, dead caches of ~3 MB each would pile up. In Rota's own default folder only (never
+ * in one the operator named), the other subfolders untouched for STALE_CACHE_MS are removed. Errors are
+ * ignored: another process may be pruning too. Returns the names removed.
+ */
+export async function pruneStaleCaches(
+  state: CacheState,
+  now: number = Date.now(),
+  maxAgeMs: number = STALE_CACHE_MS,
+): Promise<string[]> {
+  if (state.kind !== 'enabled' || !state.own) return [];
+  const root = dirname(state.dir);
+  const current = basename(state.dir);
+  const removed: string[] = [];
+  const entries = await readdir(root, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    if (!e.isDirectory() || e.name === current || !e.name.startsWith('v')) continue;
+    const path = join(root, e.name);
+    const st = await stat(path).catch(() => null);
+    if (st === null || now - st.mtimeMs < maxAgeMs) continue;
+    await rm(path, { recursive: true, force: true }).then(
+      () => removed.push(e.name),
+      () => {},
+    );
+  }
+  return removed;
 }
