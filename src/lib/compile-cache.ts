@@ -66,16 +66,16 @@ export type CacheState =
   | { readonly kind: 'off' }
   | { readonly kind: 'skipped'; readonly why: string };
 
-/** What enableCompileCache did in this process, for afterReady. */
-let current: CacheState = { kind: 'off' };
+/** What enableCompileCache did in this process, for compileCacheAfterReady. */
+let thisProcess: CacheState = { kind: 'off' };
 
 /** Turns the cache on for this process; never throws (a cache is an optimisation, not a dependency). */
 export function enableCompileCache(
   env: NodeJS.ProcessEnv = process.env,
   warn: (line: string) => void = (l) => process.stderr.write(`${l}\n`),
 ): CacheState {
-  current = decide(env, warn);
-  return current;
+  thisProcess = decide(env, warn);
+  return thisProcess;
 }
 
 function decide(env: NodeJS.ProcessEnv, warn: (line: string) => void): CacheState {
@@ -112,7 +112,7 @@ export function flushCompileCache(): void {
 /** Once the server is ready: the cache written, and stale caches of other versions pruned (in the background). */
 export function compileCacheAfterReady(): void {
   flushCompileCache();
-  void pruneStaleCaches(current);
+  void pruneStaleCaches(thisProcess);
 }
 
 /** A cache for another Node version or flag set that nothing has written to for this long goes. */
@@ -131,11 +131,11 @@ export async function pruneStaleCaches(
 ): Promise<string[]> {
   if (state.kind !== 'enabled' || !state.own) return [];
   const root = dirname(state.dir);
-  const current = basename(state.dir);
+  const inUse = basename(state.dir);
   const removed: string[] = [];
   const entries = await readdir(root, { withFileTypes: true }).catch(() => []);
   for (const e of entries) {
-    if (!e.isDirectory() || e.name === current || !e.name.startsWith('v')) continue;
+    if (!e.isDirectory() || e.name === inUse || !e.name.startsWith('v')) continue;
     const path = join(root, e.name);
     const st = await stat(path).catch(() => null);
     if (st === null || now - st.mtimeMs < maxAgeMs) continue;
