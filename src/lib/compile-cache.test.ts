@@ -88,6 +88,13 @@ test('in a process: enabled in the chosen folder; off leaves Node without a cach
   assert.equal(on.s.kind, 'enabled');
   assert.ok(on.dir?.startsWith(at), `cache at ${on.dir}`);
   assert.deepEqual(run({ ROTA_COMPILE_CACHE: 'off' }), { s: { kind: 'off' }, dir: null });
+  // Named by the operator: not Rota's own (never pruned). The default, under TMPDIR: Rota's own.
+  assert.equal((on.s as { own?: boolean }).own, false);
+  const tmp = join(dir, 'tmp');
+  mkdirSync(tmp);
+  const byDefault = run({ TMPDIR: tmp });
+  assert.equal((byDefault.s as { own?: boolean }).own, true);
+  assert.ok(byDefault.dir?.startsWith(join(tmp, `rota-compile-cache-${uid ?? 'user'}`)), `${byDefault.dir}`);
 });
 
 test('pruning: only in Rota own folder, only other subfolders untouched for 30 days', async () => {
