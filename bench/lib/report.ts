@@ -32,6 +32,12 @@ export function emptyOutput(): WorkloadOutput {
   return { rows: [], targets: [], notes: [] };
 }
 
+/** The middle value (the upper one of the two middles for an even count); NaN for none. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+}
+
 export function isNum(c: Cell | undefined): c is number {
   return typeof c === 'number' && Number.isFinite(c);
 }

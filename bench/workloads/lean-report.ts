@@ -1,6 +1,6 @@
 import type { Ctx } from '../lib/context.ts';
 import type { InstallSize } from '../lib/install-size.ts';
-import { type Cell, fmt, type Row, type WorkloadOutput } from '../lib/report.ts';
+import { type Cell, fmt, median, type Row, type WorkloadOutput } from '../lib/report.ts';
 import { mdTable, section, show } from '../lib/section.ts';
 import { failures } from '../lib/wrk.ts';
 import type { Build } from './lean.ts';
@@ -13,7 +13,6 @@ import {
   goodput,
   leanTargets,
   loadBreakdown,
-  median,
   startBreakdown,
 } from './lean-targets.ts';
 

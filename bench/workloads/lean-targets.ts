@@ -1,5 +1,5 @@
 import type { Ctx } from '../lib/context.ts';
-import { type Cell, check, fmt, isNum, type TargetCheck } from '../lib/report.ts';
+import { type Cell, check, fmt, isNum, median, type TargetCheck } from '../lib/report.ts';
 import { show } from '../lib/section.ts';
 import type { GatewayRun, LoadFigures } from './lean-load.ts';
 import type { Idle, Outcome } from './lean-memory.ts';
@@ -9,7 +9,6 @@ import type { LeanResults } from './lean-report.ts';
 
 export const get = <T>(o: Outcome<T>, f: (v: T) => number): Cell =>
   o.ok ? f(o.value) : { failed: o.reason };
-export const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 export const goodput = (r: GatewayRun) => (r.w.requests - r.w.errors.status) / r.w.durationS;
 
 export function directRps(l: LoadFigures): Cell {

@@ -1,5 +1,13 @@
 import type { Ctx } from '../lib/context.ts';
-import { type Cell, check, fmt, isNum, type TargetCheck, type WorkloadOutput } from '../lib/report.ts';
+import {
+  type Cell,
+  check,
+  fmt,
+  isNum,
+  median,
+  type TargetCheck,
+  type WorkloadOutput,
+} from '../lib/report.ts';
 import { mdTable, section, show } from '../lib/section.ts';
 import { failures, type WrkResult } from '../lib/wrk.ts';
 import { SHAPES } from './shared-cluster.ts';
@@ -90,15 +98,9 @@ function rpsOf(results: ReadonlyMap<string, Outcome<ShapeFigures>>, key: string)
 const MEMORY_RUNS = ['memory-1', 'memory-2', 'memory-3'];
 const SHARED_RUNS = ['shared-1x1', 'shared-1x1-2', 'shared-1x1-3'];
 
-function medianOf(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-
 function medianCell(results: ReadonlyMap<string, Outcome<ShapeFigures>>, keys: readonly string[]): Cell {
   const xs = keys.map((k) => rpsOf(results, k)).filter(isNum);
-  return xs.length > 0 ? medianOf(xs) : { failed: `no run of ${keys.join(', ')}` };
+  return xs.length > 0 ? median(xs) : { failed: `no run of ${keys.join(', ')}` };
 }
 
 function targets(
@@ -171,9 +173,9 @@ function cpuNote(results: ReadonlyMap<string, Outcome<ShapeFigures>>): string[] 
   const shr = rota(SHARED_RUNS);
   const sqlite = cpu('sqlite');
   if (mem.length === 0 || shr.length === 0) return [];
-  const base = medianOf(mem);
-  const own = medianOf(shr);
-  const redis = redisOf.length > 0 ? medianOf(redisOf) : 0;
+  const base = median(mem);
+  const own = median(shr);
+  const redis = redisOf.length > 0 ? median(redisOf) : 0;
   const total = own + redis;
   return [
     `10. CPU per call, one instance (medians of 3 runs): memory state ${fmt(base, 0)} µs of Rota ` +
