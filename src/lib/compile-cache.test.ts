@@ -34,6 +34,12 @@ test('the folder: per user under tmp by default, ROTA_COMPILE_CACHE a path or of
   });
   for (const off of ['off', 'OFF', 'false', '0', 'no'])
     assert.deepEqual(chooseCacheDir({ ROTA_COMPILE_CACHE: off }, 1000), { kind: 'off' });
+  for (const on of ['on', 'TRUE', '1', 'yes', ' '])
+    assert.deepEqual(chooseCacheDir({ ROTA_COMPILE_CACHE: on }, 1000, '/tmp'), {
+      kind: 'dir',
+      path: '/tmp/rota-compile-cache-1000',
+      explicit: false,
+    });
 });
 
 test('a missing folder is made 0700; an existing private one is accepted', () => {

@@ -32,6 +32,8 @@ export type CacheChoice =
   | { readonly kind: 'dir'; readonly path: string; readonly explicit: boolean };
 
 const OFF = new Set(['off', 'false', '0', 'no']);
+/** Values that mean "on, where Rota chooses": never a folder of that name in the working directory. */
+const ON = new Set(['', 'on', 'true', '1', 'yes']);
 
 /** Where the cache goes: ROTA_COMPILE_CACHE (a folder, or off), else a per-user folder under tmp. */
 export function chooseCacheDir(
@@ -41,7 +43,7 @@ export function chooseCacheDir(
 ): CacheChoice {
   const v = (env.ROTA_COMPILE_CACHE ?? '').trim();
   if (OFF.has(v.toLowerCase())) return { kind: 'off' };
-  if (v !== '') return { kind: 'dir', path: v, explicit: true };
+  if (!ON.has(v.toLowerCase())) return { kind: 'dir', path: v, explicit: true };
   return { kind: 'dir', path: join(tmp, `rota-compile-cache-${uid ?? 'user'}`), explicit: false };
 }
 
