@@ -100,6 +100,15 @@ export function check(
   return { target, figure: show(value), verdict: pass(value) ? 'met' : 'missed' };
 }
 
+/**
+ * The same check with what else was measured in the same run written beside its figure (a reference
+ * under the same load: the floor a missed target is read against). Nothing added to an unmeasured one.
+ */
+export function withContext(t: TargetCheck, context: string | null): TargetCheck {
+  if (context === null || t.verdict === 'not measured') return t;
+  return { ...t, figure: `${t.figure} (${context})` };
+}
+
 export function failedCell(e: unknown): { failed: string } {
   const msg = e instanceof Error ? e.message : String(e);
   return { failed: msg.split('\n')[0]!.slice(0, 120) };

@@ -1,7 +1,15 @@
 import type { Ctx } from '../lib/context.ts';
 import type { CpuSplit } from '../lib/cpu.ts';
 import type { ForwardName, Subjects } from '../lib/forward-gateways.ts';
-import { type Cell, check, fmt, type TargetCheck, targetsTable, type WorkloadOutput } from '../lib/report.ts';
+import {
+  type Cell,
+  check,
+  fmt,
+  type TargetCheck,
+  targetsTable,
+  type WorkloadOutput,
+  withContext,
+} from '../lib/report.ts';
 import {
   type BulkResult,
   failureCount,
@@ -11,7 +19,16 @@ import {
 } from '../lib/tunnels.ts';
 import { failures, type WrkResult } from '../lib/wrk.ts';
 import { goodput } from './compare-rows.ts';
-import { cells, type FRow, type Results, ratio, table } from './forward-table.ts';
+import {
+  cells,
+  cpuText,
+  type FRow,
+  type Results,
+  ratio,
+  reference,
+  references,
+  table,
+} from './forward-table.ts';
 import { forwardIntro, forwardNotes } from './forward-text.ts';
 
 export type { Outcome } from './forward-table.ts';
@@ -38,6 +55,7 @@ function getRows(r: ForwardResults): { rows: FRow[]; targets: TargetCheck[] } {
   const g = r.get50;
   const cpu = (k: string) =>
     cells(g, (v) => v.cpu.perCallUs[k] ?? null, k === 'proxy' ? GATEWAYS : undefined);
+  const proxyCpu = cpu('proxy');
   const rows: FRow[] = [
     { metric: 'successful req/s', decimals: 0, cells: cells(g, (v) => goodput(v.wrk)), ratio: true },
     { metric: 'p50 latency, ms', decimals: 2, cells: cells(g, (v) => v.wrk.p50Ms), ratio: true },
@@ -47,20 +65,27 @@ function getRows(r: ForwardResults): { rows: FRow[]; targets: TargetCheck[] } {
       decimals: 0,
       cells: cells(g, (v) => failures(v.wrk)),
     },
-    { metric: 'CPU per call: the proxy, µs', decimals: 0, cells: cpu('proxy') },
+    { metric: 'CPU per call: the proxy, µs', decimals: 0, cells: proxyCpu },
     { metric: 'CPU per call: squid, µs', decimals: 0, cells: cpu('squid') },
     { metric: 'CPU per call: target (harness), µs', decimals: 0, cells: cpu('target') },
     { metric: 'machine idle, %', decimals: 0, cells: cells(g, (v) => v.cpu.idlePct) },
   ];
   const rps = rows[0]!.cells;
+  const relayVsChain = ratio(rps.relay, rps.proxyChain, 'proxy-chain');
   const targets = [
-    check(
-      '8.1 GET: Rota ≥ 1.2× proxy-chain',
-      ratio(rps.rota, rps.proxyChain, 'proxy-chain'),
-      (v) => v >= 1.2,
-      times,
+    withContext(
+      check(
+        '8.1 GET: Rota ≥ 1.2× proxy-chain',
+        ratio(rps.rota, rps.proxyChain, 'proxy-chain'),
+        (v) => v >= 1.2,
+        times,
+      ),
+      references([reference('the forward relay', relayVsChain, times), cpuText('GET', proxyCpu)]),
     ),
-    check('8.1 GET: Rota ≥ 50% of direct', ratio(rps.rota, rps.direct, 'direct'), (v) => v >= 0.5, pct),
+    withContext(
+      check('8.1 GET: Rota ≥ 50% of direct', ratio(rps.rota, rps.direct, 'direct'), (v) => v >= 0.5, pct),
+      reference('the forward relay', ratio(rps.relay, rps.direct, 'direct'), pct),
+    ),
     check(
       '8.1 GET: Rota within 15% of the reference relay',
       ratio(rps.rota, rps.relay, 'relay'),
@@ -83,11 +108,13 @@ function latencyRows(r: ForwardResults): { rows: FRow[]; targets: TargetCheck[] 
     { metric: 'successful req/s', decimals: 0, cells: cells(g, (v) => goodput(v.wrk)), ratio: true },
     { metric: 'failed requests', decimals: 0, cells: cells(g, (v) => failures(v.wrk)) },
   ];
-  const t = check(
-    '8.4 Added p50 at 1 connection ≤ 0.2 ms',
-    added.rota,
-    (v) => v <= 0.2,
-    (v) => `${v.toFixed(3)} ms`,
+  const ms = (v: number) => `${v.toFixed(3)} ms`;
+  const t = withContext(
+    check('8.4 Added p50 at 1 connection ≤ 0.2 ms', added.rota, (v) => v <= 0.2, ms),
+    references([
+      reference('the forward relay', added.relay, ms),
+      reference('proxy-chain', added.proxyChain, ms),
+    ]),
   );
   return { rows, targets: [t] };
 }
@@ -96,6 +123,7 @@ function rateRows(r: ForwardResults): { rows: FRow[]; targets: TargetCheck[] } {
   const m = r.rate;
   const cpu = (k: string) =>
     cells(m, (v) => v.cpu.perCallUs[k] ?? null, k === 'proxy' ? GATEWAYS : undefined);
+  const proxyCpu = cpu('proxy');
   const rows: FRow[] = [
     {
       metric: 'tunnels per second (each: CONNECT, one GET, close)',
@@ -116,18 +144,24 @@ function rateRows(r: ForwardResults): { rows: FRow[]; targets: TargetCheck[] } {
       decimals: 1,
       cells: cells(m, (v) => (100 * v.rate.withProxyId) / Math.max(1, v.rate.tunnels), ['rota']),
     },
-    { metric: 'CPU per tunnel: the proxy, µs', decimals: 0, cells: cpu('proxy') },
+    { metric: 'CPU per tunnel: the proxy, µs', decimals: 0, cells: proxyCpu },
     { metric: 'CPU per tunnel: squid, µs', decimals: 0, cells: cpu('squid') },
     { metric: 'CPU per tunnel: target (harness), µs', decimals: 0, cells: cpu('target') },
     { metric: 'CPU per tunnel: load generator, µs', decimals: 0, cells: cells(m, (v) => v.rate.loadgenUs) },
     { metric: 'machine idle, %', decimals: 0, cells: cells(m, (v) => v.cpu.idlePct) },
   ];
   const c = rows[0]!.cells;
-  const t = check(
-    '8.2 CONNECT tunnels/s: Rota ≥ 1.2× proxy-chain',
-    ratio(c.rota, c.proxyChain, 'proxy-chain'),
-    (v) => v >= 1.2,
-    times,
+  const t = withContext(
+    check(
+      '8.2 CONNECT tunnels/s: Rota ≥ 1.2× proxy-chain',
+      ratio(c.rota, c.proxyChain, 'proxy-chain'),
+      (v) => v >= 1.2,
+      times,
+    ),
+    references([
+      reference('the forward relay', ratio(c.relay, c.proxyChain, 'proxy-chain'), times),
+      cpuText('tunnel', proxyCpu),
+    ]),
   );
   return { rows, targets: [t] };
 }
@@ -145,11 +179,17 @@ function bulkRows(r: ForwardResults): { rows: FRow[]; targets: TargetCheck[] } {
     { metric: 'failed downloads', decimals: 0, cells: cells(m, (v) => failureCount(v.failed)) },
   ];
   const c = rows[0]!.cells;
-  const t = check(
-    '8.3 Bulk through one tunnel: Rota ≥ 90% of direct',
-    ratio(c.rota, c.direct, 'direct'),
-    (v) => v >= 0.9,
-    pct,
+  const t = withContext(
+    check(
+      '8.3 Bulk through one tunnel: Rota ≥ 90% of direct',
+      ratio(c.rota, c.direct, 'direct'),
+      (v) => v >= 0.9,
+      pct,
+    ),
+    references([
+      reference('the forward relay', ratio(c.relay, c.direct, 'direct'), pct),
+      reference('proxy-chain', ratio(c.proxyChain, c.direct, 'direct'), pct),
+    ]),
   );
   return { rows, targets: [t] };
 }

@@ -72,3 +72,28 @@ export function ratio(a: Cell | undefined, b: Cell | undefined, bName: string): 
   if (!isNum(b)) return b ?? { failed: `no ${bName} figure` };
   return b > 0 ? a / b : { failed: `${bName} completed nothing` };
 }
+
+/** "the forward relay: 1.21×": a reference's own figure for a target, measured in the same run. */
+export function reference(name: string, value: Cell | undefined, show: (v: number) => string): string | null {
+  return isNum(value) ? `${name}: ${show(value)}` : null;
+}
+
+/** The references' figures for a target, joined; null when none was measured. */
+export function references(parts: ReadonlyArray<string | null>): string | null {
+  const got = parts.filter((p): p is string => p !== null);
+  return got.length > 0 ? got.join('; ') : null;
+}
+
+/** "CPU per tunnel Rota 289, relay 211, proxy-chain 340 µs", or null. */
+export function cpuText(what: string, c: Partial<Record<ForwardName, Cell>>): string | null {
+  const names: Array<[ForwardName, string]> = [
+    ['rota', 'Rota'],
+    ['relay', 'relay'],
+    ['proxyChain', 'proxy-chain'],
+  ];
+  const got = names.flatMap(([k, label]) => {
+    const v = c[k];
+    return isNum(v) ? [`${label} ${fmt(v, 0)}`] : [];
+  });
+  return got.length === names.length ? `CPU per ${what} ${got.join(', ')} µs` : null;
+}

@@ -12,7 +12,7 @@ import type { Outcome } from './lean-memory.ts';
 
 /**
  * Workload 11 under load, every gateway a fresh process measured alone like in workloads 1-3 and 7: the
- * direct path (wrk → squid) before and after; the bare relay of workload 7; Rota as `npm start` runs it
+ * direct path (wrk → squid) before and after; the bare and Fastify relays of workload 7; Rota as `npm start` runs it
  * with the workload-1 load (small JSON, 50 connections), then the same with --max-semi-space-size 8, 32
  * and unset, and with the loads of workloads 2 (1 connection) and 3 (1 MiB bodies, 10 connections).
  */
@@ -47,6 +47,8 @@ export interface LoadFigures {
   readonly directBefore: Outcome<GatewayRun>;
   readonly directAfter: Outcome<GatewayRun>;
   readonly relay: Outcome<GatewayRun>;
+  /** The same relay on Rota's HTTP stack (bench/reference/fastify-relay.ts, workload 7's), load 1. */
+  readonly fastifyRelay: Outcome<GatewayRun>;
   /** The bare relay under load 3, with Rota's heap flags and with V8's defaults. */
   readonly relayW3: Outcome<GatewayRun>;
   readonly relayW3Default: Outcome<GatewayRun>;
@@ -95,20 +97,22 @@ async function direct(ctx: Ctx): Promise<GatewayRun> {
 
 /**
  * bench/reference/relay.ts, started as workload 7 starts it (load 1), or under load 3 with Node flags:
- * Rota's heap flags or none, for the floor of a Node gateway's peak RSS with 1 MiB answers.
+ * Rota's heap flags or none, for the floor of a Node gateway's peak RSS with 1 MiB answers. With
+ * `script`, another reference of workload 7 (the Fastify relay: the framework's own floor).
  */
 async function relay(
   ctx: Ctx,
-  o: { flags: readonly string[]; conns: number; big: boolean },
+  o: { flags: readonly string[]; conns: number; big: boolean; script?: string },
 ): Promise<GatewayRun> {
   const ports = ctx.squid?.ports ?? [];
   const port = await freePort();
+  const script = o.script ?? 'relay.ts';
   const proc = startProcess(
     'lean-relay',
     process.execPath,
-    [...o.flags, join(ROOT, 'bench', 'reference', 'relay.ts'), String(port), ports.join(',')],
+    [...o.flags, join(ROOT, 'bench', 'reference', script), String(port), ports.join(',')],
     {
-      logPath: join(ctx.workDir, 'logs', 'lean-relay.log'),
+      logPath: join(ctx.workDir, 'logs', `lean-${script.replace('.ts', '')}.log`),
     },
   );
   try {
@@ -161,6 +165,7 @@ export function failedLoad(reason: string): LoadFigures {
     directBefore: failed,
     directAfter: failed,
     relay: failed,
+    fastifyRelay: failed,
     relayW3: failed,
     relayW3Default: failed,
     rota: new Map(),
@@ -170,7 +175,7 @@ export function failedLoad(reason: string): LoadFigures {
 export async function measureLoad(ctx: Ctx, notes: string[]): Promise<LoadFigures> {
   if (!ctx.squid) return failedLoad(`squid: ${ctx.squidError}`);
   ctx.log(
-    `  lean: direct, relay, Rota (npm start), direct; then semi-space 8, 32, unset, no growth cap; loads 2 and 3 (and 3 without the cap); the bare relay under load 3 (${ctx.loadS} s each)`,
+    `  lean: direct, relay, Rota (npm start), the Fastify relay, direct; then semi-space 8, 32, unset, no growth cap; loads 2 and 3 (and 3 without the cap); the bare relay under load 3 (${ctx.loadS} s each)`,
   );
   const directBefore = await one(ctx, 'direct path (before)', notes, () => direct(ctx));
   const relayRun = await one(ctx, 'bare relay', notes, () =>
@@ -178,6 +183,9 @@ export async function measureLoad(ctx: Ctx, notes: string[]): Promise<LoadFigure
   );
   const rotaRuns = new Map<Variant, Outcome<GatewayRun>>();
   rotaRuns.set('semi16', await one(ctx, 'Rota, npm start', notes, () => rota(ctx, 'semi16')));
+  const fastifyRelay = await one(ctx, 'Fastify relay', notes, () =>
+    relay(ctx, { flags: [], conns: 50, big: false, script: 'fastify-relay.ts' }),
+  );
   const directAfter = await one(ctx, 'direct path (after)', notes, () => direct(ctx));
   for (const v of ['semi8', 'semi32', 'unset', 'nogrow', 'w2', 'w3', 'w3nogrow'] as const) {
     rotaRuns.set(v, await one(ctx, `Rota, ${v}`, notes, () => rota(ctx, v)));
@@ -189,5 +197,13 @@ export async function measureLoad(ctx: Ctx, notes: string[]): Promise<LoadFigure
   const relayW3Default = await one(ctx, 'bare relay, load 3, V8 defaults', notes, () =>
     relay(ctx, { ...w3, flags: [] }),
   );
-  return { directBefore, directAfter, relay: relayRun, relayW3, relayW3Default, rota: rotaRuns };
+  return {
+    directBefore,
+    directAfter,
+    relay: relayRun,
+    fastifyRelay,
+    relayW3,
+    relayW3Default,
+    rota: rotaRuns,
+  };
 }

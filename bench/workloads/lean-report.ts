@@ -157,6 +157,12 @@ function loadTable(l: LoadFigures): string {
     loadRow('direct path, wrk → squid (before)', l.directBefore, d, false),
     loadRow('bare relay (bench/reference/relay.ts), load 1', l.relay, d, true),
     loadRow(TITLES.semi16, l.rota.get('semi16'), d, true),
+    loadRow(
+      "Fastify relay (bench/reference/fastify-relay.ts: the bare relay on Rota's HTTP stack), load 1",
+      l.fastifyRelay,
+      d,
+      true,
+    ),
     loadRow('direct path, wrk → squid (after)', l.directAfter, d, false),
     ...(['semi8', 'semi32', 'unset', 'nogrow'] as const).map((v) =>
       loadRow(TITLES[v], l.rota.get(v), d, true),
