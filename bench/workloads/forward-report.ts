@@ -51,6 +51,28 @@ const GATEWAYS: ForwardName[] = ['rota', 'proxyChain', 'relay'];
 const pct = (v: number) => `${(v * 100).toFixed(1)}%`;
 const times = (v: number) => `${v.toFixed(2)}×`;
 
+/**
+ * A target on Rota's figure over `base`'s (direct or proxy-chain), with the forward relay's own ratio to
+ * the same base beside it, and `more` (other references' figures) after that.
+ */
+function ratioTarget(
+  target: string,
+  c: Partial<Record<ForwardName, Cell>>,
+  base: { name: ForwardName; label: string },
+  o: { pass: (v: number) => boolean; show: (v: number) => string; more?: ReadonlyArray<string | null> },
+): TargetCheck {
+  return withContext(
+    check(target, ratio(c.rota, c[base.name], base.label), o.pass, o.show),
+    references([
+      reference('the forward relay', ratio(c.relay, c[base.name], base.label), o.show),
+      ...(o.more ?? []),
+    ]),
+  );
+}
+
+const CHAIN = { name: 'proxyChain', label: 'proxy-chain' } as const;
+const DIRECT = { name: 'direct', label: 'direct' } as const;
+
 function getRows(r: ForwardResults): { rows: FRow[]; targets: TargetCheck[] } {
   const g = r.get50;
   const cpu = (k: string) =>
@@ -71,21 +93,13 @@ function getRows(r: ForwardResults): { rows: FRow[]; targets: TargetCheck[] } {
     { metric: 'machine idle, %', decimals: 0, cells: cells(g, (v) => v.cpu.idlePct) },
   ];
   const rps = rows[0]!.cells;
-  const relayVsChain = ratio(rps.relay, rps.proxyChain, 'proxy-chain');
   const targets = [
-    withContext(
-      check(
-        '8.1 GET: Rota ≥ 1.2× proxy-chain',
-        ratio(rps.rota, rps.proxyChain, 'proxy-chain'),
-        (v) => v >= 1.2,
-        times,
-      ),
-      references([reference('the forward relay', relayVsChain, times), cpuText('GET', proxyCpu)]),
-    ),
-    withContext(
-      check('8.1 GET: Rota ≥ 50% of direct', ratio(rps.rota, rps.direct, 'direct'), (v) => v >= 0.5, pct),
-      reference('the forward relay', ratio(rps.relay, rps.direct, 'direct'), pct),
-    ),
+    ratioTarget('8.1 GET: Rota ≥ 1.2× proxy-chain', rps, CHAIN, {
+      pass: (v) => v >= 1.2,
+      show: times,
+      more: [cpuText('GET', proxyCpu)],
+    }),
+    ratioTarget('8.1 GET: Rota ≥ 50% of direct', rps, DIRECT, { pass: (v) => v >= 0.5, show: pct }),
     check(
       '8.1 GET: Rota within 15% of the reference relay',
       ratio(rps.rota, rps.relay, 'relay'),
@@ -151,18 +165,11 @@ function rateRows(r: ForwardResults): { rows: FRow[]; targets: TargetCheck[] } {
     { metric: 'machine idle, %', decimals: 0, cells: cells(m, (v) => v.cpu.idlePct) },
   ];
   const c = rows[0]!.cells;
-  const t = withContext(
-    check(
-      '8.2 CONNECT tunnels/s: Rota ≥ 1.2× proxy-chain',
-      ratio(c.rota, c.proxyChain, 'proxy-chain'),
-      (v) => v >= 1.2,
-      times,
-    ),
-    references([
-      reference('the forward relay', ratio(c.relay, c.proxyChain, 'proxy-chain'), times),
-      cpuText('tunnel', proxyCpu),
-    ]),
-  );
+  const t = ratioTarget('8.2 CONNECT tunnels/s: Rota ≥ 1.2× proxy-chain', c, CHAIN, {
+    pass: (v) => v >= 1.2,
+    show: times,
+    more: [cpuText('tunnel', proxyCpu)],
+  });
   return { rows, targets: [t] };
 }
 
@@ -179,18 +186,11 @@ function bulkRows(r: ForwardResults): { rows: FRow[]; targets: TargetCheck[] } {
     { metric: 'failed downloads', decimals: 0, cells: cells(m, (v) => failureCount(v.failed)) },
   ];
   const c = rows[0]!.cells;
-  const t = withContext(
-    check(
-      '8.3 Bulk through one tunnel: Rota ≥ 90% of direct',
-      ratio(c.rota, c.direct, 'direct'),
-      (v) => v >= 0.9,
-      pct,
-    ),
-    references([
-      reference('the forward relay', ratio(c.relay, c.direct, 'direct'), pct),
-      reference('proxy-chain', ratio(c.proxyChain, c.direct, 'direct'), pct),
-    ]),
-  );
+  const t = ratioTarget('8.3 Bulk through one tunnel: Rota ≥ 90% of direct', c, DIRECT, {
+    pass: (v) => v >= 0.9,
+    show: pct,
+    more: [reference('proxy-chain', ratio(c.proxyChain, c.direct, 'direct'), pct)],
+  });
   return { rows, targets: [t] };
 }
 
