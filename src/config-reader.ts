@@ -2,6 +2,7 @@ import { Buffer } from 'node:buffer';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { parseRate, type Rate } from './lib/rate.ts';
+import { switchWord } from './lib/switch-words.ts';
 import { validateAllowList } from './ssrf/allow.ts';
 
 /**
@@ -34,9 +35,8 @@ export class Reader {
   bool(name: string, def: boolean): boolean {
     const v = this.raw(name);
     if (v === undefined) return def;
-    const l = v.toLowerCase();
-    if (['1', 'true', 'yes', 'on'].includes(l)) return true;
-    if (['0', 'false', 'no', 'off'].includes(l)) return false;
+    const word = switchWord(v);
+    if (word !== null) return word === 'on';
     this.problems.push(`${name}: expected true or false, got ${JSON.stringify(v)}`);
     return def;
   }

@@ -26,14 +26,11 @@ import { readdir, rm, stat } from 'node:fs/promises';
 import module from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { switchWord } from './switch-words.ts';
 
 export type CacheChoice =
   | { readonly kind: 'off' }
   | { readonly kind: 'dir'; readonly path: string; readonly explicit: boolean };
-
-const OFF = new Set(['off', 'false', '0', 'no']);
-/** Values that mean "on, where Rota chooses": never a folder of that name in the working directory. */
-const ON = new Set(['', 'on', 'true', '1', 'yes']);
 
 /** Where the cache goes: ROTA_COMPILE_CACHE (a folder, or off), else a per-user folder under tmp. */
 export function chooseCacheDir(
@@ -42,8 +39,10 @@ export function chooseCacheDir(
   tmp: string = tmpdir(),
 ): CacheChoice {
   const v = (env.ROTA_COMPILE_CACHE ?? '').trim();
-  if (OFF.has(v.toLowerCase())) return { kind: 'off' };
-  if (!ON.has(v.toLowerCase())) return { kind: 'dir', path: v, explicit: true };
+  const word = switchWord(v);
+  if (word === 'off') return { kind: 'off' };
+  // An on word means the default folder: never a folder of that name in the working directory.
+  if (word === null && v !== '') return { kind: 'dir', path: v, explicit: true };
   return { kind: 'dir', path: join(tmp, `rota-compile-cache-${uid ?? 'user'}`), explicit: false };
 }
 

@@ -22,6 +22,7 @@
  * primary's flags (these included), the child of `node --watch` is a dev run, and any other (a process
  * manager's fork mode) gets one NODE_FLAGS_MISSING line on stderr saying what to pass.
  */
+import { switchWord } from './switch-words.ts';
 export const NODE_FLAGS: readonly string[] = [
   // Young generation at most 16 MB per semi-space: V8's default (32 MB on 64-bit) adds RSS at every
   // peak for no measurable throughput here.
@@ -52,9 +53,6 @@ export interface ReexecProcess {
   readonly execve?: (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
 }
 
-/** ROTA_NODE_FLAGS values that leave the process as started (the config reader's false values). */
-const OFF = new Set(['off', 'false', '0', 'no']);
-
 /** Marks a re-executed process, so that a runtime that dropped the flags cannot loop. */
 const REEXEC_MARK = 'ROTA_NODE_FLAGS_REEXEC';
 
@@ -69,7 +67,8 @@ export type FlagsDecision =
   | { readonly kind: 'reexec'; readonly args: string[]; readonly env: NodeJS.ProcessEnv };
 
 export function decideFlags(p: ReexecProcess): FlagsDecision {
-  if (OFF.has((p.env.ROTA_NODE_FLAGS ?? '').trim().toLowerCase())) return { kind: 'keep', why: 'off' };
+  // The config reader's false words leave the process as started.
+  if (switchWord(p.env.ROTA_NODE_FLAGS ?? '') === 'off') return { kind: 'keep', why: 'off' };
   const missing = missingFlags(p.execArgv, p.env.NODE_OPTIONS);
   if (missing.length === 0) return { kind: 'keep', why: 'complete' };
   if (p.send !== undefined) {
