@@ -46,6 +46,9 @@ export async function handleAbsolute(
     writeRefusal(res, refusal('BAD_REQUEST', why));
     return;
   }
+  // Idle for ROTA_TUNNEL_IDLE_TIMEOUT_S mid-request (a stalled upload or answer): node:http closes it. Set
+  // per request: between requests node:http's keep-alive timeout replaces it, and clears it at the next.
+  req.socket.setTimeout(d.idle.idleMs);
   const admitted = admit(d.auth, req);
   const door = admitted instanceof Promise ? await admitted : admitted;
   if (!door.ok) {

@@ -42,7 +42,7 @@ export async function handleConnect(
   socket.on('error', () => socket.destroy());
   // Held from now on, so that a stop reaches it whatever step it is at (node:http forgets it after 'connect').
   d.sockets.add(socket);
-  socket.once('close', () => d.sockets.delete(socket));
+  socket.on('close', () => d.sockets.delete(socket));
   const target = parseAuthority(req.url);
   if (target === null) {
     d.metrics.answered('connect', 'BAD_REQUEST');

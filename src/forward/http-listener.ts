@@ -34,7 +34,8 @@ export function createHttpListener(d: HttpDoorDeps, onError: (err: unknown) => v
     connectionsCheckingInterval: 1_000,
     noDelay: true,
   });
-  server.timeout = d.idle.idleMs;
+  // No server.timeout: it would set a timer on every connection, CONNECTs included, which the tunnel then
+  // has to clear. An absolute-URI request sets its own (absolute.ts); a tunnel has the idle sweeper.
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     handleAbsolute(d, req, res).catch((err: unknown) => {
       onError(err);

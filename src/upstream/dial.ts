@@ -61,13 +61,42 @@ export interface DialLimits {
   readonly signal?: AbortSignal | undefined;
 }
 
+/** When a dial's budget runs out, and with which error (made only then: an Error captures its stack). */
+export interface DialExpiry {
+  readonly delayMs: number;
+  readonly error: () => UpstreamError;
+}
+
+/**
+ * The connect-timeout budget `ms` (null: none, a dialer that keeps its own) against the call's deadline
+ * in `limits`: whichever comes first ends the dial, as `timeout` either way, with a message that says
+ * which.
+ */
+export function dialExpiry(ms: number | null, limits?: DialLimits): DialExpiry {
+  const left =
+    limits === undefined ? Number.POSITIVE_INFINITY : Math.max(0, limits.deadline - performance.now());
+  if (ms !== null && ms < left) return { delayMs: ms, error: () => dialTimeout(ms) };
+  return {
+    delayMs: left,
+    error: () =>
+      new UpstreamError('timeout', 'deadline reached before the tunnel was open', {
+        mayHaveReachedTarget: false,
+      }),
+  };
+}
+
+/** The caller left (or the attempt was released) while a dial was under way. */
+export function callerLeft(): UpstreamError {
+  return new UpstreamError('aborted', 'the caller left', { mayHaveReachedTarget: false });
+}
+
 /**
  * Everything that may end a dial, as one signal: the connect-timeout budget `ms` for every step of
  * reaching the proxy (null: none, a dialer that keeps its own), and with `limits` the call's deadline
  * and the caller leaving. One controller, one timer and one listener: AbortSignal.any() keeps weak
  * references to its sources and registers them for finalization, and a controller and a timer for the
  * attempt besides the dial's were, with it, among the larger costs of a tunnel in a --cpu-prof of the
- * CONNECT path.
+ * CONNECT path. (A plain http:// proxy's tunnel has no signal at all: plain-connect.ts.)
  */
 export class DialBudget {
   readonly signal: AbortSignal;
@@ -78,24 +107,13 @@ export class DialBudget {
   constructor(ms: number | null, limits?: DialLimits) {
     const controller = new AbortController();
     this.signal = controller.signal;
-    const left =
-      limits === undefined ? Number.POSITIVE_INFINITY : Math.max(0, limits.deadline - performance.now());
-    const dialFirst = ms !== null && ms < left;
-    // The errors are made only when the time comes: an Error captures its stack when constructed.
-    const late = () =>
-      new UpstreamError('timeout', 'deadline reached before the tunnel was open', {
-        mayHaveReachedTarget: false,
-      });
-    this.#timer = setTimeout(
-      () => controller.abort(dialFirst ? dialTimeout(ms) : late()),
-      dialFirst ? ms : left,
-    );
+    const expiry = dialExpiry(ms, limits);
+    this.#timer = setTimeout(() => controller.abort(expiry.error()), expiry.delayMs);
     this.#timer.unref();
     const parent = limits?.signal;
     if (parent === undefined) return;
     this.#parent = parent;
-    this.#onParent = () =>
-      controller.abort(new UpstreamError('aborted', 'the caller left', { mayHaveReachedTarget: false }));
+    this.#onParent = () => controller.abort(callerLeft());
     if (parent.aborted) this.#onParent();
     else parent.addEventListener('abort', this.#onParent, { once: true });
   }

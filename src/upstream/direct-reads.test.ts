@@ -4,9 +4,9 @@ import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { IdleSweeper } from '../forward/idle-sweep.ts';
 import { splice } from '../forward/splice.ts';
-import { once, openTcp } from './dial.ts';
-import { DirectReads, directReadsOf } from './direct-reads.ts';
-import { requestTunnel } from './http-proxy.ts';
+import type { ProxyRecord } from '../pool/types.ts';
+import { type DirectReads, directReadsOf } from './direct-reads.ts';
+import { connectPlain } from './plain-connect.ts';
 
 /*
  * Tunnel sockets that read into memory of their own, through the real CONNECT handshake and the real
@@ -64,10 +64,24 @@ interface Received {
  * `spliceAfterMs`: the tunnel is spliced only that long after it opened (the upstream may be done by then).
  */
 async function download(name: string, slow: boolean, spliceAfterMs = 0): Promise<Received> {
-  const reads = new DirectReads();
-  const upstream = await once(openTcp('127.0.0.1', proxyPort, reads), 'connect', AbortSignal.timeout(5_000));
-  await requestTunnel(upstream, { hostname: name, port: 443 }, null, AbortSignal.timeout(5_000));
-  assert.equal(directReadsOf(upstream), reads);
+  const record: ProxyRecord = {
+    id: 'p1',
+    protocol: 'http',
+    host: '127.0.0.1',
+    port: proxyPort,
+    username: null,
+    password: null,
+    weight: 1,
+    country: null,
+    tags: [],
+    createdAt: 0,
+    updatedAt: 0,
+  };
+  const target = { hostname: name, port: 443 };
+  const limits = { deadline: performance.now() + 5_000 };
+  const upstream = await connectPlain(record, target, null, { connectTimeoutMs: 5_000, tls: {} }, limits);
+  const reads = directReadsOf(upstream);
+  assert.ok(reads);
   const front = net.createServer();
   await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
   front.once('connection', (accepted) => {

@@ -5,8 +5,9 @@ import type { Writable } from 'node:stream';
  * Reads of an upstream tunnel socket into memory of our own (net's `onread`), so that a tunnel carrying
  * a download costs no allocation per chunk.
  *
- *   handshake:  kernel ──read──▶ SCRATCH ──copy──▶ socket.push() ──▶ 'data' (the CONNECT answer parser,
- *                                                                     as on any socket)
+ *   handshake:  kernel ──read──▶ SCRATCH ──▶ the handshake's reader (the CONNECT answer parsed where it
+ *                                            lies; reading stops once it is complete, and any tunnel bytes
+ *                                            that came with it are kept for the splice)
  *   relay:      kernel ──read──▶ SCRATCH ──copy──▶ client.write()          small reads
  *               kernel ──read──▶ own 64 KiB ─────▶ client.write()          a full read made the tunnel busy:
  *                                  │                                       no copy, and reading waits
@@ -47,13 +48,26 @@ export interface OnRead {
   readonly callback: (bytes: number, buf: Buffer) => boolean;
 }
 
+/**
+ * What a handshake makes of bytes read before the tunnel is spliced (`view` is valid only during the
+ * call): -1 while more are needed (the reader keeps what it needs of them), else the offset in `view`
+ * where the tunnel's own bytes begin.
+ */
+export type HandshakeReader = (view: Buffer) => number;
+
 type Mode =
-  | { readonly kind: 'handshake' }
+  | { readonly kind: 'handshake'; readonly read: HandshakeReader }
+  /** The handshake is done; reading waits for the splice. */
+  | { readonly kind: 'held' }
   | { readonly kind: 'relay'; readonly client: Writable; paused: boolean };
+
+const HELD: Mode = { kind: 'held' };
 
 export class DirectReads {
   #socket: net.Socket | null = null;
-  #mode: Mode = { kind: 'handshake' };
+  #mode: Mode;
+  /** Tunnel bytes that came in the same read as the end of the handshake, for the splice to send first. */
+  #early: Buffer | null = null;
   /** The socket's next read goes here: SCRATCH, or #own while the tunnel is busy. */
   #next: Buffer = SCRATCH;
   #own: Buffer | null = null;
@@ -66,6 +80,10 @@ export class DirectReads {
     callback: (bytes, buf) => this.#deliver(bytes, buf),
   };
 
+  constructor(handshake: HandshakeReader) {
+    this.#mode = { kind: 'handshake', read: handshake };
+  }
+
   /** Whether the tunnel holds a buffer of its own (it was busy lately). */
   get holdsBuffer(): boolean {
     return this.#own !== null;
@@ -77,15 +95,16 @@ export class DirectReads {
   }
 
   /**
-   * From now on the socket's bytes go straight to `client`, with backpressure. Anything the handshake
-   * left in the socket's readable buffer (bytes after the CONNECT answer) goes first.
+   * From now on the socket's bytes go straight to `client`, with backpressure. Tunnel bytes that came with
+   * the end of the handshake go first.
    */
   relayTo(client: Writable): void {
     const socket = this.#socket;
     if (socket === null) throw new Error('DirectReads.relayTo before attach');
     this.#mode = { kind: 'relay', client, paused: false };
-    for (let chunk = socket.read() as Buffer | null; chunk !== null; chunk = socket.read() as Buffer | null)
-      client.write(chunk);
+    const early = this.#early;
+    this.#early = null;
+    if (early !== null) client.write(early);
     // Ends as pipe() would: the upstream's FIN ends the client's side once written (at once if the
     // upstream had already finished before the tunnel was spliced).
     if (socket.readableEnded) client.end();
@@ -122,7 +141,13 @@ export class DirectReads {
     const socket = this.#socket;
     if (socket === null || socket.destroyed) return false;
     const mode = this.#mode;
-    if (mode.kind === 'handshake') return socket.push(Buffer.copyBytesFrom(buf, 0, bytes));
+    if (mode.kind === 'handshake') return this.#handshake(mode.read, socket, buf, bytes);
+    if (mode.kind === 'held') {
+      // Reading stopped with the handshake; a read already under way is kept, in order.
+      const more = Buffer.copyBytesFrom(buf, 0, bytes);
+      this.#early = this.#early === null ? more : Buffer.concat([this.#early, more]);
+      return false;
+    }
     const own = buf !== SCRATCH;
     // A full read of the scratch makes the tunnel busy (its own buffer next); it stays busy while reads
     // into its own buffer are not short (a busy sender rarely fills it exactly), else quiet (the scratch).
@@ -139,6 +164,15 @@ export class DirectReads {
     }
     this.#afterOwn();
     return ok;
+  }
+
+  /** False (reading stops) once the handshake's reader has the whole answer, or failed and closed the socket. */
+  #handshake(read: HandshakeReader, socket: net.Socket, buf: Buffer, bytes: number): boolean {
+    const at = read(buf.subarray(0, bytes));
+    if (at < 0) return !socket.destroyed;
+    if (at < bytes) this.#early = Buffer.copyBytesFrom(buf, at, bytes - at);
+    this.#mode = HELD;
+    return false;
   }
 
   /** Writes a chunk; false (reading paused until 'drain') when the client's buffer is full. */

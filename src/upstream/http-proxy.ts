@@ -40,7 +40,7 @@ import {
 import type { ProxyDispatcher } from './proxy-dispatcher.ts';
 import { UpstreamError } from './types.ts';
 
-const MAX_CONNECT_HEAD = 16 * 1024;
+export const MAX_CONNECT_HEAD = 16 * 1024;
 
 /** `Basic base64(user:pass)`, or null without a username. A username without a password is allowed. */
 export function basicAuth(username: string | null, password: string | null): string | null {
@@ -48,7 +48,7 @@ export function basicAuth(username: string | null, password: string | null): str
   return `Basic ${Buffer.from(`${username}:${password ?? ''}`, 'utf8').toString('base64')}`;
 }
 
-function protocolError(message: string): UpstreamError {
+export function proxyProtocolError(message: string): UpstreamError {
   return new UpstreamError('proxy_protocol', message, { mayHaveReachedTarget: false });
 }
 
@@ -57,9 +57,38 @@ function protocolError(message: string): UpstreamError {
  * connect itself (or the proxy's name lookup) is a failure to reach the proxy, any later one the proxy
  * hanging up during CONNECT.
  */
-function stageOf(err: Error): 'tcp' | 'connect' {
+export function stageOf(err: Error): 'tcp' | 'connect' {
   const syscall = (err as Error & { syscall?: string }).syscall;
   return syscall === 'connect' || syscall === 'getaddrinfo' ? 'tcp' : 'connect';
+}
+
+const DIGIT_0 = 0x30;
+/** `HTTP/1.` */
+const VERSION_PREFIX = [0x48, 0x54, 0x54, 0x50, 0x2f, 0x31, 0x2e];
+
+function digit(b: number | undefined): number {
+  return b !== undefined && b >= DIGIT_0 && b <= DIGIT_0 + 9 ? b - DIGIT_0 : -1;
+}
+
+/**
+ * The status of an answer head to CONNECT (`HTTP/1.0` or `HTTP/1.1`, three digits, then a space or the
+ * line's end), or null when it is not one. Read from the bytes: no string made per tunnel.
+ */
+export function parseConnectStatus(head: Buffer): number | null {
+  if (head.length < 13) return null;
+  for (let i = 0; i < VERSION_PREFIX.length; i++) if (head[i] !== VERSION_PREFIX[i]) return null;
+  if (head[7] !== 0x30 && head[7] !== 0x31) return null;
+  if (head[8] !== 0x20 || (head[12] !== 0x20 && head[12] !== 0x0d)) return null;
+  const a = digit(head[9]);
+  const b = digit(head[10]);
+  const c = digit(head[11]);
+  return a < 0 || b < 0 || c < 0 ? null : a * 100 + b * 10 + c;
+}
+
+/** The CONNECT request for `where` (host:port), with the proxy's own credentials when it has them. */
+export function connectHead(where: string, auth: string | null): string {
+  const credentials = auth === null ? '' : `Proxy-Authorization: ${auth}\r\n`;
+  return `CONNECT ${where} HTTP/1.1\r\nHost: ${where}\r\nProxy-Connection: keep-alive\r\n${credentials}\r\n`;
 }
 
 /** Reads the proxy's answer head to CONNECT; bytes after it are put back on the socket. */
@@ -83,15 +112,16 @@ function readConnectHead(socket: Duplex, signal: AbortSignal): Promise<number> {
       buf = Buffer.concat([buf, chunk]);
       const end = buf.indexOf('\r\n\r\n');
       if (end === -1) {
-        if (buf.length > MAX_CONNECT_HEAD) settle(protocolError('the CONNECT answer head is too large'));
+        if (buf.length > MAX_CONNECT_HEAD) settle(proxyProtocolError('the CONNECT answer head is too large'));
         return;
       }
-      const m = /^HTTP\/1\.[01] (\d{3})(?: |\r)/.exec(buf.subarray(0, end + 2).toString('latin1'));
-      if (!m) return settle(protocolError('the proxy answered CONNECT with something that is not HTTP'));
+      const status = parseConnectStatus(buf);
+      if (status === null)
+        return settle(proxyProtocolError('the proxy answered CONNECT with something that is not HTTP'));
       socket.pause();
       const rest = buf.subarray(end + 4);
       if (rest.length > 0) socket.unshift(rest);
-      settle(null, Number(m[1]));
+      settle(null, status);
     };
     const onError = (err: Error) => settle(classifyProxyDialError(err, stageOf(err)));
     const onClose = () => settle(classifyProxyDialError(null, 'connect'));
@@ -111,10 +141,7 @@ export async function requestTunnel(
   auth: string | null,
   signal: AbortSignal,
 ): Promise<void> {
-  const where = authority(target.hostname, target.port);
-  const lines = [`CONNECT ${where} HTTP/1.1`, `Host: ${where}`, 'Proxy-Connection: keep-alive'];
-  if (auth !== null) lines.push(`Proxy-Authorization: ${auth}`);
-  socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+  socket.write(connectHead(authority(target.hostname, target.port), auth));
   const status = await readConnectHead(socket, signal);
   if (status < 200 || status > 299) {
     socket.destroy();

@@ -8,13 +8,14 @@
  * Unlike the dispatchers (dispatchers.ts), nothing here speaks HTTP to the target or keeps a connection
  * for reuse: the socket is handed to the listener, which splices it to its client. Reaching the proxy and
  * its handshake share one connect-timeout budget; the call's deadline (`timeout`) or its caller leaving
- * (`aborted`) end the attempt earlier: one DialBudget watches all three.
+ * (`aborted`) end the attempt earlier: one DialBudget watches all three, or for a plain http:// proxy
+ * (the common case) plain-connect.ts's own timer and listener.
  */
 import type net from 'node:net';
 import type { ProxyRecord } from '../pool/types.ts';
-import { assertProxyAllowed, DialBudget, type DialerOptions, type DialLimits, openTcp } from './dial.ts';
-import { DirectReads } from './direct-reads.ts';
+import { DialBudget, type DialerOptions, type DialLimits } from './dial.ts';
 import { basicAuth, dialProxy, requestTunnel } from './http-proxy.ts';
+import { connectPlain } from './plain-connect.ts';
 import { openSocks, type SocksProtocol } from './socks.ts';
 
 export interface TunnelTarget {
@@ -26,19 +27,33 @@ export interface TunnelTarget {
 /** What ends an attempt to open a tunnel early. */
 export type TunnelLimits = DialLimits;
 
-export async function openTunnel(
+export function openTunnel(
   record: ProxyRecord,
   target: TunnelTarget,
   opts: DialerOptions,
   limits: TunnelLimits,
 ): Promise<net.Socket> {
-  const http = record.protocol === 'http' || record.protocol === 'https';
+  // Plain TCP to an http:// proxy: the CONNECT is written at once (the socket holds it until it is
+  // connected), one wait covers the connection and the answer, and the socket reads into memory of its
+  // own (no allocation per chunk once spliced).
+  if (record.protocol === 'http')
+    return connectPlain(record, target, basicAuth(record.username, record.password), opts, limits);
+  return underBudget(record, target, opts, limits);
+}
+
+async function underBudget(
+  record: ProxyRecord,
+  target: TunnelTarget,
+  opts: DialerOptions,
+  limits: TunnelLimits,
+): Promise<net.Socket> {
+  const http = record.protocol === 'https';
   // The `socks` client keeps its own connect timeout.
   const budget = new DialBudget(http ? opts.connectTimeoutMs : null, limits);
   const signal = budget.signal;
   try {
     signal.throwIfAborted();
-    return await (http ? viaHttp(record, target, opts, signal) : viaSocks(record, target, opts, signal));
+    return await (http ? viaHttps(record, target, opts, signal) : viaSocks(record, target, opts, signal));
   } catch (err) {
     throw signal.aborted ? signal.reason : err;
   } finally {
@@ -46,25 +61,15 @@ export async function openTunnel(
   }
 }
 
-async function viaHttp(
+async function viaHttps(
   record: ProxyRecord,
   target: TunnelTarget,
   opts: DialerOptions,
   signal: AbortSignal,
 ): Promise<net.Socket> {
-  const auth = basicAuth(record.username, record.password);
-  if (record.protocol === 'https') {
-    // TLS with the proxy first; the socket reads through its own layer.
-    const socket = await dialProxy(record, opts, signal);
-    await requestTunnel(socket, target, auth, signal);
-    return socket;
-  }
-  // Plain TCP: the CONNECT request is written at once (the socket holds it until it is connected), and
-  // one wait covers the connection and the proxy's answer. The socket reads into memory of its own (no
-  // allocation per chunk once spliced).
-  assertProxyAllowed(record.host, opts);
-  const socket = openTcp(record.host, record.port, new DirectReads());
-  await requestTunnel(socket, target, auth, signal);
+  // TLS with the proxy first; the socket reads through its own layer.
+  const socket = await dialProxy(record, opts, signal);
+  await requestTunnel(socket, target, basicAuth(record.username, record.password), signal);
   return socket;
 }
 
