@@ -83,9 +83,14 @@ export class ForwardGateway {
     return blocked.then((b) => (b === null ? run() : { ok: false, refusal: b }));
   }
 
-  tunnel(target: TunnelTarget, params: ProxyParams, signal: AbortSignal): Promise<Outcome<Duplex>> {
+  /** `origin`: the target's, when the door keeps one parsed already (read only). */
+  tunnel(
+    target: TunnelTarget,
+    params: ProxyParams,
+    signal: AbortSignal,
+    origin: URL = this.#tunnelOrigins.get(`http://${authority(target.hostname, target.port)}`),
+  ): Promise<Outcome<Duplex>> {
     // The SSRF rules read an origin; one parsed per target authority, shared (read only).
-    const origin = this.#tunnelOrigins.get(`http://${authority(target.hostname, target.port)}`);
     return this.#guarded(origin, params, () =>
       this.#run(tunnelWork(this.#d.dispatchers, target), params, signal, banHost(target)),
     );
