@@ -70,7 +70,7 @@ export async function handleConnect(
   socket.on('error', () => socket.destroy());
   // Held from now on, so that a stop reaches it whatever step it is at (node:http forgets it after 'connect').
   d.sockets.add(socket);
-  socket.on('close', () => d.sockets.delete(socket));
+  socket.once('close', () => d.sockets.delete(socket));
   const dest = destinationOf(req.url);
   if (dest === null) {
     d.metrics.answered('connect', 'BAD_REQUEST');

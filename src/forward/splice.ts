@@ -39,6 +39,7 @@ export function splice(
   const read0 = bytes(client, 'bytesRead');
   const written0 = bytes(client, 'bytesWritten');
   let ended = false;
+  const reads = directReadsOf(upstream);
   const unwatch = idle.watch(client, upstream, () => {
     client.destroy();
     upstream.destroy();
@@ -47,6 +48,7 @@ export function splice(
     if (ended) return;
     ended = true;
     unwatch();
+    reads?.release();
     onEnd({ up: bytes(client, 'bytesRead') - read0, down: bytes(client, 'bytesWritten') - written0 });
   };
   // A socket timeout left from an absolute-URI request on the same connection (node:http's keep-alive
@@ -54,14 +56,15 @@ export function splice(
   // on every chunk of the tunnel for nothing.
   const timed = client as Duplex & { timeout?: number; setTimeout?: (ms: number) => void };
   if (timed.timeout) timed.setTimeout?.(0);
-  // 'close' comes once: on() spares once()'s wrapper.
   client.on('error', () => upstream.destroy());
   upstream.on('error', () => client.destroy());
-  client.on('close', () => {
+  // once(), not on(), though 'close' comes once: a listener that stays keeps what it reaches alive as long
+  // as the closed socket, which can outlive the tunnel (DirectReads.release says why that costs).
+  client.once('close', () => {
     upstream.destroy();
     finish();
   });
-  upstream.on('close', () => {
+  upstream.once('close', () => {
     // What the upstream sent may still be queued towards the client: end it, then make sure it goes.
     // Not when the client has already ended or gone: end() then makes (and drops) an ERR_STREAM_*
     // error, stack and all, which a --cpu-prof of the CONNECT path showed on most tunnels.
@@ -71,7 +74,6 @@ export function splice(
   });
   carry(client, upstream);
   // A tunnel socket that reads into memory of its own writes it to the client without a copy.
-  const reads = directReadsOf(upstream);
   if (reads) reads.relayTo(client);
   else carry(upstream, client);
 }

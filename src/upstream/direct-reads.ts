@@ -59,9 +59,12 @@ type Mode =
   | { readonly kind: 'handshake'; readonly read: HandshakeReader }
   /** The handshake is done; reading waits for the splice. */
   | { readonly kind: 'held' }
+  /** The tunnel is over: nothing is read or kept any more. */
+  | { readonly kind: 'released' }
   | { readonly kind: 'relay'; readonly client: Writable; paused: boolean };
 
 const HELD: Mode = { kind: 'held' };
+const RELEASED: Mode = { kind: 'released' };
 
 export class DirectReads {
   #socket: net.Socket | null = null;
@@ -112,6 +115,23 @@ export class DirectReads {
     socket.resume();
   }
 
+  /**
+   * The tunnel is over: its own buffer goes back to the free list and nothing of the tunnel stays
+   * reachable from here. A closed socket (and all it reaches: these reads, the client they wrote to)
+   * can outlive its tunnel by a few young-generation collections, and whatever it reaches is copied at
+   * each of them and then promoted; the less it reaches, the less the collector copies.
+   */
+  release(): void {
+    const own = this.#own;
+    this.#own = null;
+    this.#next = SCRATCH;
+    this.#early = null;
+    this.#socket = null;
+    this.#mode = RELEASED;
+    // Only when no write still holds it (a write's callback would otherwise return it twice).
+    if (own !== null && !this.#ownPending && FREE.length < FREE_MAX) FREE.push(own);
+  }
+
   #resume = (): void => {
     const mode = this.#mode;
     if (mode.kind !== 'relay' || !mode.paused || this.#ownPending) return;
@@ -142,6 +162,7 @@ export class DirectReads {
     if (socket === null || socket.destroyed) return false;
     const mode = this.#mode;
     if (mode.kind === 'handshake') return this.#handshake(mode.read, socket, buf, bytes);
+    if (mode.kind === 'released') return false;
     if (mode.kind === 'held') {
       // Reading stopped with the handshake; a read already under way is kept, in order.
       const more = Buffer.copyBytesFrom(buf, 0, bytes);

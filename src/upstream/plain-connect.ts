@@ -52,10 +52,15 @@ export function connectPlain(
   });
 }
 
+const SETTLED: DialLimits = { deadline: 0 };
+const ignore = (): void => {};
+
 class PlainConnect {
-  readonly #limits: DialLimits;
-  readonly #resolve: (s: net.Socket) => void;
-  readonly #reject: (e: UpstreamError) => void;
+  // Let go of once settled: the socket's 'error' listener keeps this object as long as the socket lives
+  // (see DirectReads.release for why that matters).
+  #limits: DialLimits;
+  #resolve: (s: net.Socket) => void;
+  #reject: (e: UpstreamError) => void;
   #socket: net.Socket | null = null;
   #timer: NodeJS.Timeout | null = null;
   #settled = false;
@@ -81,9 +86,11 @@ class PlainConnect {
   }
 
   fail(err: UpstreamError): void {
+    const reject = this.#reject;
+    const socket = this.#socket;
     if (this.#settle()) return;
-    this.#socket?.destroy();
-    this.#reject(err);
+    socket?.destroy();
+    reject(err);
   }
 
   /** True when it was settled already; otherwise settles and lets go of the timer and the listeners. */
@@ -94,6 +101,11 @@ class PlainConnect {
     this.#limits.signal?.removeEventListener('abort', this.#onAbort);
     // The 'error' listener stays (it ignores what comes after): the socket is never without one.
     this.#socket?.off('close', this.#onClose);
+    this.#socket = null;
+    this.#limits = SETTLED;
+    this.#partial = null;
+    this.#resolve = ignore;
+    this.#reject = ignore;
     return false;
   }
 
@@ -129,8 +141,9 @@ class PlainConnect {
       return -1;
     }
     const socket = this.#socket;
+    const resolve = this.#resolve;
     if (socket === null || this.#settle()) return -1;
-    this.#resolve(socket);
+    resolve(socket);
     // Offset in this read's view (the earlier reads' bytes were all head).
     return end + 4 - (head.length - view.length);
   };
