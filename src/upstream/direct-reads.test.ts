@@ -123,6 +123,14 @@ test('a large download arrives whole and in order, to a client that keeps pausin
   assert.equal(got.sha, want);
 });
 
+test('a busy tunnel gives its own buffer back when it ends', async () => {
+  payload('busy', 8 * 1024 * 1024);
+  const got = await download('busy', false);
+  assert.equal(got.bytes, 8 * 1024 * 1024);
+  for (let i = 0; i < 100 && got.reads.holdsBuffer; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(got.reads.holdsBuffer, false);
+});
+
 test('several tunnels at once (one shared scratch buffer) each get exactly their own bytes', async () => {
   const names = ['t1', 't2', 't3', 't4'];
   const want = names.map((n, i) => payload(n, 6 * 1024 * 1024 + i * 7919));
