@@ -6,8 +6,10 @@ import type { Writable } from 'node:stream';
  * a download costs no allocation per chunk.
  *
  *   handshake:  kernel ──read──▶ SCRATCH ──▶ the handshake's reader (the CONNECT answer parsed where it
- *                                            lies; reading stops once it is complete, and any tunnel bytes
- *                                            that came with it are kept for the splice)
+ *                                            lies); reading stops once it is complete, tunnel bytes that
+ *                                            came with it go to the socket's readable buffer (copied)
+ *   held:       (until the splice, or for anyone who reads the socket as a plain one) reads are copied
+ *               ──▶ socket.push(), as Node's own reads would be
  *   relay:      kernel ──read──▶ SCRATCH ──copy──▶ client.write()          small reads
  *               kernel ──read──▶ own 64 KiB ─────▶ client.write()          a full read made the tunnel busy:
  *                                  │                                       no copy, and reading waits
@@ -57,7 +59,7 @@ export type HandshakeReader = (view: Buffer) => number;
 
 type Mode =
   | { readonly kind: 'handshake'; readonly read: HandshakeReader }
-  /** The handshake is done; reading waits for the splice. */
+  /** The handshake is done: the socket reads as a plain one until the splice. */
   | { readonly kind: 'held' }
   /** The tunnel is over: nothing is read or kept any more. */
   | { readonly kind: 'released' }
@@ -69,8 +71,6 @@ const RELEASED: Mode = { kind: 'released' };
 export class DirectReads {
   #socket: net.Socket | null = null;
   #mode: Mode;
-  /** Tunnel bytes that came in the same read as the end of the handshake, for the splice to send first. */
-  #early: Buffer | null = null;
   /** The socket's next read goes here: SCRATCH, or #own while the tunnel is busy. */
   #next: Buffer = SCRATCH;
   #own: Buffer | null = null;
@@ -98,16 +98,15 @@ export class DirectReads {
   }
 
   /**
-   * From now on the socket's bytes go straight to `client`, with backpressure. Tunnel bytes that came with
-   * the end of the handshake go first.
+   * From now on the socket's bytes go straight to `client`, with backpressure. Anything already in the
+   * socket's readable buffer (tunnel bytes that came with the end of the handshake) goes first.
    */
   relayTo(client: Writable): void {
     const socket = this.#socket;
     if (socket === null) throw new Error('DirectReads.relayTo before attach');
     this.#mode = { kind: 'relay', client, paused: false };
-    const early = this.#early;
-    this.#early = null;
-    if (early !== null) client.write(early);
+    for (let chunk = socket.read() as Buffer | null; chunk !== null; chunk = socket.read() as Buffer | null)
+      client.write(chunk);
     // Ends as pipe() would: the upstream's FIN ends the client's side once written (at once if the
     // upstream had already finished before the tunnel was spliced).
     if (socket.readableEnded) client.end();
@@ -125,7 +124,6 @@ export class DirectReads {
     const own = this.#own;
     this.#own = null;
     this.#next = SCRATCH;
-    this.#early = null;
     this.#socket = null;
     this.#mode = RELEASED;
     // Only when no write still holds it (a write's callback would otherwise return it twice).
@@ -163,12 +161,7 @@ export class DirectReads {
     const mode = this.#mode;
     if (mode.kind === 'handshake') return this.#handshake(mode.read, socket, buf, bytes);
     if (mode.kind === 'released') return false;
-    if (mode.kind === 'held') {
-      // Reading stopped with the handshake; a read already under way is kept, in order.
-      const more = Buffer.copyBytesFrom(buf, 0, bytes);
-      this.#early = this.#early === null ? more : Buffer.concat([this.#early, more]);
-      return false;
-    }
+    if (mode.kind === 'held') return socket.push(Buffer.copyBytesFrom(buf, 0, bytes));
     const own = buf !== SCRATCH;
     // A full read of the scratch makes the tunnel busy (its own buffer next); it stays busy while reads
     // into its own buffer are not short (a busy sender rarely fills it exactly), else quiet (the scratch).
@@ -191,8 +184,9 @@ export class DirectReads {
   #handshake(read: HandshakeReader, socket: net.Socket, buf: Buffer, bytes: number): boolean {
     const at = read(buf.subarray(0, bytes));
     if (at < 0) return !socket.destroyed;
-    if (at < bytes) this.#early = Buffer.copyBytesFrom(buf, at, bytes - at);
     this.#mode = HELD;
+    // Rare (the client speaks first in most tunnels): no listener reads them before the splice does.
+    if (at < bytes) socket.push(Buffer.copyBytesFrom(buf, at, bytes - at));
     return false;
   }
 
