@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
+import { proxyRecord } from '../../test/fixtures/upstream-kit.ts';
 import { IdleSweeper } from '../forward/idle-sweep.ts';
 import { splice } from '../forward/splice.ts';
-import type { ProxyRecord } from '../pool/types.ts';
 import { type DirectReads, directReadsOf } from './direct-reads.ts';
 import { connectPlain } from './plain-connect.ts';
 
@@ -64,19 +64,7 @@ interface Received {
  * `spliceAfterMs`: the tunnel is spliced only that long after it opened (the upstream may be done by then).
  */
 async function download(name: string, slow: boolean, spliceAfterMs = 0): Promise<Received> {
-  const record: ProxyRecord = {
-    id: 'p1',
-    protocol: 'http',
-    host: '127.0.0.1',
-    port: proxyPort,
-    username: null,
-    password: null,
-    weight: 1,
-    country: null,
-    tags: [],
-    createdAt: 0,
-    updatedAt: 0,
-  };
+  const record = proxyRecord('http', proxyPort);
   const target = { hostname: name, port: 443 };
   const limits = { deadline: performance.now() + 5_000 };
   const upstream = await connectPlain(record, target, null, { connectTimeoutMs: 5_000, tls: {} }, limits);

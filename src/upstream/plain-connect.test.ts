@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import type { ProxyRecord } from '../pool/types.ts';
+import { proxyRecord } from '../../test/fixtures/upstream-kit.ts';
 import { directReadsOf } from './direct-reads.ts';
 import { parseConnectStatus } from './http-proxy.ts';
 import { connectPlain } from './plain-connect.ts';
@@ -40,24 +40,11 @@ before(async () => {
 
 after(() => new Promise<void>((r) => proxy.close(() => r())));
 
-const record = (): ProxyRecord => ({
-  id: 'p',
-  protocol: 'http',
-  host: '127.0.0.1',
-  port,
-  username: null,
-  password: null,
-  weight: 1,
-  country: null,
-  tags: [],
-  createdAt: 0,
-  updatedAt: 0,
-});
 const target = { hostname: 'site.test', port: 443 };
 const opts = { connectTimeoutMs: 2_000, tls: {} };
 
 function dial(limits: { deadline: number; signal?: AbortSignal } = { deadline: performance.now() + 5_000 }) {
-  return connectPlain(record(), target, 'Basic dXNlcjpwYXNz', opts, limits);
+  return connectPlain(proxyRecord('http', port), target, 'Basic dXNlcjpwYXNz', opts, limits);
 }
 
 async function kindOf(p: Promise<net.Socket>): Promise<string> {
