@@ -94,6 +94,9 @@ describe('SOCKS5 CONNECT', () => {
     assert.equal(upstream.connections, before, 'refused before any proxy is contacted');
     const zero = await socks5(t.socksPort, { host: '127.0.0.1', port: 0 });
     assert.equal(zero.reply, 0x01);
+    // A domain name no URL takes (it looks like an IPv4 address out of range): refused, not dropped.
+    const badName = await socks5(t.socksPort, { host: '999.1.1.1', port: 80 });
+    assert.equal(badName.reply, 0x01);
   });
 
   test('a greeting without an acceptable method gets 0xFF; garbage closes the connection', async () => {

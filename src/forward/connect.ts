@@ -35,28 +35,39 @@ export function parseAuthority(raw: string | undefined): TunnelTarget | null {
   return { hostname: host.toLowerCase(), port };
 }
 
-/** A CONNECT authority as clients send it, parsed once: the target, and the origin the SSRF rules read. */
-interface Destination {
+/** A tunnel's destination as a door received it, parsed once: the target, and the origin the SSRF rules read. */
+export interface Destination {
   readonly target: TunnelTarget;
   readonly origin: ParsedOrigin;
 }
 
 /**
- * Bounded memo of destinationOf (a client spraying authorities starts it over). Clients ask for the same
- * few authorities again and again; parsing one (two patterns) and its origin cost ~3 µs of a tunnel in a
- * --cpu-prof of new tunnels per second. Shared read only.
+ * Bounded memo of destinationOf for both doors (a client spraying authorities starts it over). Clients
+ * ask for the same few authorities again and again; parsing one (two patterns) and its origin cost ~3 µs
+ * of a tunnel in a --cpu-prof of new tunnels per second. Shared read only.
  */
 const destinations = new Map<string, Destination>();
 const MAX_DESTINATIONS = 1024;
 
-function destinationOf(raw: string | undefined): Destination | null {
+/**
+ * `host:port` (as parseAuthority takes it) as a destination, or null when it is not one. A name that
+ * passes parseAuthority but is no host for a URL (`999.1.1.1`) is refused here too, as bad input, rather
+ * than failing later as an internal error.
+ */
+export function destinationOf(raw: string | undefined): Destination | null {
   if (raw === undefined) return null;
   const known = destinations.get(raw);
   if (known !== undefined) return known;
   const target = parseAuthority(raw);
   if (target === null) return null;
+  let origin: ParsedOrigin;
+  try {
+    origin = new ParsedOrigin(`http://${authority(target.hostname, target.port)}`);
+  } catch {
+    return null;
+  }
   if (destinations.size >= MAX_DESTINATIONS) destinations.clear();
-  const d = { target, origin: new ParsedOrigin(`http://${authority(target.hostname, target.port)}`) };
+  const d = { target, origin };
   destinations.set(raw, d);
   return d;
 }

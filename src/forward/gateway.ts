@@ -1,13 +1,11 @@
 import type { Duplex, Readable } from 'node:stream';
 import { banHost } from '../bans/judge.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
-import { OriginCache } from '../lib/origin-cache.ts';
 import type { CallResult, Executor } from '../outbound/executor.ts';
 import type { Selector } from '../outbound/selector.ts';
 import type { Work } from '../outbound/work.ts';
 import { streamedWork, tunnelWork } from '../outbound/works.ts';
 import type { SsrfGuard, SsrfVerdict } from '../ssrf/guard.ts';
-import { authority } from '../upstream/dial.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
 import type { StreamedResponse } from '../upstream/stream.ts';
 import type { TunnelTarget } from '../upstream/tunnel.ts';
@@ -58,7 +56,6 @@ function refused(verdict: SsrfVerdict): Refusal | null {
 
 export class ForwardGateway {
   readonly #d: GatewayDeps;
-  readonly #tunnelOrigins = new OriginCache(1024);
   constructor(d: GatewayDeps) {
     this.#d = d;
   }
@@ -83,14 +80,13 @@ export class ForwardGateway {
     return blocked.then((b) => (b === null ? run() : { ok: false, refusal: b }));
   }
 
-  /** `origin`: the target's, when the door keeps one parsed already (read only). */
+  /** `origin`: the target's, parsed once per authority by the doors (connect.ts destinationOf; read only). */
   tunnel(
     target: TunnelTarget,
     params: ProxyParams,
     signal: AbortSignal,
-    origin: URL = this.#tunnelOrigins.get(`http://${authority(target.hostname, target.port)}`),
+    origin: URL,
   ): Promise<Outcome<Duplex>> {
-    // The SSRF rules read an origin; one parsed per target authority, shared (read only).
     return this.#guarded(origin, params, () =>
       this.#run(tunnelWork(this.#d.dispatchers, target), params, signal, banHost(target)),
     );

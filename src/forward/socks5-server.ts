@@ -14,7 +14,7 @@ import type { Duplex } from 'node:stream';
 import { closeSignal } from '../lib/abort.ts';
 import { authority } from '../upstream/dial.ts';
 import { type Refusal, refusal } from './answers.ts';
-import { parseAuthority } from './connect.ts';
+import { destinationOf } from './connect.ts';
 import type { ForwardGateway } from './gateway.ts';
 import type { SocketRegistry } from './http-door.ts';
 import type { IdleSweeper } from './idle-sweep.ts';
@@ -172,13 +172,13 @@ class Socks5Connection {
       this.#refuse('BAD_REQUEST', 'command not supported', reply(REPLY.COMMAND_NOT_SUPPORTED));
       return;
     }
-    const target = parseAuthority(authority(req.address.host, req.address.port));
-    if (target === null) {
+    const dest = destinationOf(authority(req.address.host, req.address.port));
+    if (dest === null) {
       this.#refuse('BAD_REQUEST', 'bad destination', reply(REPLY.GENERAL_FAILURE));
       return;
     }
     const gone = closeSignal(socket);
-    const out = await this.#d.gateway.tunnel(target, params, gone.signal);
+    const out = await this.#d.gateway.tunnel(dest.target, params, gone.signal, dest.origin);
     gone.release();
     if (!out.ok) {
       this.#d.metrics.answered('socks5', out.refusal.code);
