@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import tls from 'node:tls';
 import { testTls } from './fixtures/certs.ts';
@@ -214,7 +215,7 @@ describe('a tunnel and its two ends', () => {
   });
 });
 
-describe('idle tunnels (ROTA_TUNNEL_IDLE_TIMEOUT_S=1)', () => {
+describe('idle tunnels and requests (ROTA_TUNNEL_IDLE_TIMEOUT_S=1)', () => {
   let own: ForwardProxy;
   let quick: ListeningApp;
   before(async () => {
@@ -261,5 +262,23 @@ describe('idle tunnels (ROTA_TUNNEL_IDLE_TIMEOUT_S=1)', () => {
       busy.socket.destroy();
     }
     await waitFor(() => own.openSockets === 0);
+  });
+
+  test('an absolute-URI request whose upload stalls is closed after about a second, not at the deadline', async () => {
+    const client = net.connect(quick.httpPort, '127.0.0.1');
+    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
+    const opened = Date.now();
+    client.on('error', () => {});
+    client.resume();
+    // 10 bytes of the 100 announced, then nothing.
+    client.write(
+      `POST http://127.0.0.1:${target.port}/echo HTTP/1.1\r\nHost: 127.0.0.1:${target.port}\r\n` +
+        'Content-Length: 100\r\n\r\n0123456789',
+    );
+    const closed = await new Promise<number>((resolve, reject) => {
+      client.once('close', () => resolve(Date.now() - opened));
+      setTimeout(() => reject(new Error('still open after 6 s')), 6_000).unref();
+    });
+    assert.ok(closed >= 900 && closed < 3_000, `closed ${closed} ms after the request started`);
   });
 });
