@@ -58,7 +58,12 @@ test('an upload to a slow upstream arrives whole, with the client paused meanwhi
   const client = net.connect(portOf(front), '127.0.0.1');
   client.resume();
   client.end(payload);
-  await done;
+  await Promise.race([
+    done,
+    new Promise((_, reject) =>
+      setTimeout(() => reject(new Error('upload not through in 20 s')), 20_000).unref(),
+    ),
+  ]);
   assert.equal(received, payload.length);
   assert.equal(hash.digest('hex'), createHash('sha256').update(payload).digest('hex'));
   assert.ok(sawPaused, 'the client socket was never paused: no backpressure');
