@@ -53,6 +53,20 @@ describe('PromMetrics', () => {
     assert.equal(sumOf(s, 'rota_request_duration_seconds_bucket', { ...count, le: '0.05' }), 2);
   });
 
+  it('counts the same past the cap on remembered (route, method, status) keys', async () => {
+    const m = metrics();
+    // 60 routes x 7 methods x 11 statuses: 4,620 combinations, past the 4,096 whose keys are kept.
+    const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'];
+    for (let round = 0; round < 2; round++)
+      for (let r = 0; r < 60; r++)
+        for (const method of methods)
+          for (let st = 200; st <= 210; st++) m.observeHttp(`/r${r}`, method, st, 0.001);
+    const s = await samples(m);
+    assert.equal(sumOf(s, 'rota_requests_total', {}), 2 * 60 * 7 * 11);
+    assert.equal(sumOf(s, 'rota_requests_total', { endpoint: '/r59', method: 'OPTIONS', status: '210' }), 2);
+    assert.equal(sumOf(s, 'rota_request_duration_seconds_count', { endpoint: '/r0', method: 'GET' }), 22);
+  });
+
   it('adds no series for 10,000 distinct unmatched paths', async () => {
     const m = metrics();
     m.observeHttp('/api/v1/stats', 'GET', 200, 0.001);

@@ -63,6 +63,30 @@ export interface PromMetricsOptions {
 const HTTP_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const UPSTREAM_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
+/** The tally rows one HTTP answer goes to (PromMetrics.observeHttp). */
+interface HttpKeys {
+  readonly count: string;
+  readonly countLabels: Readonly<Record<'endpoint' | 'method' | 'status', string>>;
+  readonly duration: string;
+  readonly durationLabels: Readonly<Record<'endpoint' | 'method', string>>;
+}
+
+/** Combinations of route, method and status whose keys are kept; past it, keys are made per call. */
+const MAX_HTTP_KEYS = 4096;
+
+function httpKeys(ep: string, method: string, status: number): HttpKeys {
+  const upper = method.toUpperCase();
+  const m = HTTP_METHODS.has(upper) ? upper : 'OTHER';
+  const st = Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : 'other';
+  const duration = `${m} ${ep}`;
+  return {
+    count: `${st} ${duration}`,
+    countLabels: { endpoint: ep, method: m, status: st },
+    duration,
+    durationLabels: { endpoint: ep, method: m },
+  };
+}
+
 /**
  * /metrics over a private registry, so that two app instances (tests) never share series. Labels are
  * bounded: endpoint is a route template (or `unmatched`), method a known verb, proxy_id a UUID.
@@ -73,6 +97,9 @@ export class PromMetrics {
   readonly #proxyExists: ((proxyId: string) => boolean) | undefined;
   readonly #maxEndpoints: number;
   readonly #endpoints = new Set<string>();
+  /** observeHttp's keys by raw route template, method and status (#httpKeysOf). */
+  readonly #httpKeys = new Map<string | undefined, Map<string, Map<number, HttpKeys>>>();
+  #httpKeyCount = 0;
   /**
    * Proxies that have series, so removal touches only what exists and the existence check runs once;
    * with each its attempt tally keys, made once (a key built per attempt was a new string to hash).
@@ -154,16 +181,35 @@ export class PromMetrics {
 
   /** `endpoint` is the matched route template (Fastify `routeOptions.url`); undefined when none matched. */
   observeHttp(endpoint: string | undefined, method: string, status: number, seconds: number): void {
-    const ep = this.#endpoint(endpoint);
-    const m = HTTP_METHODS.has(method.toUpperCase()) ? method.toUpperCase() : 'OTHER';
-    const st = Number.isInteger(status) && status >= 100 && status <= 599 ? String(status) : 'other';
-    const key = `${m} ${ep}`;
-    this.#httpRequests.inc(`${st} ${key}`, { endpoint: ep, method: m, status: st });
+    const k = this.#httpKeysOf(endpoint, method, status);
+    this.#httpRequests.inc(k.count, k.countLabels);
     this.#httpDuration.observe(
-      key,
-      { endpoint: ep, method: m },
+      k.duration,
+      k.durationLabels,
       Number.isFinite(seconds) && seconds > 0 ? seconds : 0,
     );
+  }
+
+  /**
+   * The tally keys and labels of one (route, method, status), made once: built per request, the two key
+   * strings were new strings to hash and compare on every call (perf: Runtime_StringEqual under
+   * observeHttp). Looked up by the raw values, which are Fastify's and node:http's own constant strings.
+   */
+  #httpKeysOf(endpoint: string | undefined, method: string, status: number): HttpKeys {
+    const byMethod = this.#httpKeys.get(endpoint);
+    const cached = byMethod?.get(method)?.get(status);
+    if (cached) return cached;
+    const k = httpKeys(this.#endpoint(endpoint), method, status);
+    if (this.#httpKeyCount >= MAX_HTTP_KEYS) return k;
+    this.#httpKeyCount++;
+    let byStatus = byMethod?.get(method);
+    if (!byStatus) {
+      byStatus = new Map();
+      if (byMethod) byMethod.set(method, byStatus);
+      else this.#httpKeys.set(endpoint, new Map([[method, byStatus]]));
+    }
+    byStatus.set(status, k);
+    return k;
   }
 
   recordCall(call: CallRecord): void {

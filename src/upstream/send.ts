@@ -44,9 +44,13 @@ export function outboundHeaders(headers: Record<string, string>): Record<string,
   return out;
 }
 
+/** The answer's headers without undefined values. Object.keys, not entries: no pair array per header. */
 function responseHeaders(h: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = v;
+  for (const k of Object.keys(h)) {
+    const v = h[k];
+    if (v !== undefined) out[k] = v;
+  }
   return out;
 }
 
