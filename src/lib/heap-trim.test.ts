@@ -124,3 +124,20 @@ test('past the first minute, even the first trim waits for 30 s of quiet (a load
   for (let i = 1; i < 30; i++) assert.equal(t.tick(), false, `quiet second ${i}`);
   assert.equal(t.tick(), true);
 });
+
+test('traffic in the first minute makes even the first trim wait for 30 s of quiet', () => {
+  // Start-up left little slack (no trim), then a load grew the heap: a 1 s pause right after it must
+  // not be trimmed (the GC drops compiled code and the load's next seconds pay to compile it again).
+  const { s, t } = rig({ used: 30 * MB, committed: 34 * MB });
+  s.cpu += 400_000; // start-up
+  assert.equal(t.tick(), false);
+  assert.equal(t.tick(), false, 'quiet, but no slack to give back');
+  s.committed = 64 * MB;
+  for (let i = 0; i < 3; i++) {
+    s.cpu += 600_000; // a load
+    assert.equal(t.tick(), false);
+  }
+  for (let i = 1; i < 30; i++) assert.equal(t.tick(), false, `quiet second ${i} after the load`);
+  assert.equal(t.tick(), true);
+  assert.equal(s.gcs, 1);
+});
