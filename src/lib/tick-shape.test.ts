@@ -42,7 +42,7 @@ test("with keepTickShape, nextTick's feedback maps survive full GCs", () => {
   assert.equal(r.cleared, 0);
 });
 
-test('keepTickShape keeps one entry and says so; a second call keeps nothing more', async () => {
+test('keepTickShape says it kept an entry, and a second call is a no-op that says so too', async () => {
   const { keepTickShape } = await import('./tick-shape.ts');
   assert.equal(keepTickShape(), true);
   assert.equal(keepTickShape(), true);

@@ -196,19 +196,16 @@ export class PromMetrics {
    * observeHttp). Looked up by the raw values, which are Fastify's and node:http's own constant strings.
    */
   #httpKeysOf(endpoint: string | undefined, method: string, status: number): HttpKeys {
-    const byMethod = this.#httpKeys.get(endpoint);
-    const cached = byMethod?.get(method)?.get(status);
+    const cached = this.#httpKeys.get(endpoint)?.get(method)?.get(status);
     if (cached) return cached;
     const k = httpKeys(this.#endpoint(endpoint), method, status);
     if (this.#httpKeyCount >= MAX_HTTP_KEYS) return k;
     this.#httpKeyCount++;
-    let byStatus = byMethod?.get(method);
-    if (!byStatus) {
-      byStatus = new Map();
-      if (byMethod) byMethod.set(method, byStatus);
-      else this.#httpKeys.set(endpoint, new Map([[method, byStatus]]));
-    }
+    const byMethod = this.#httpKeys.get(endpoint) ?? new Map<string, Map<number, HttpKeys>>();
+    const byStatus = byMethod.get(method) ?? new Map<number, HttpKeys>();
     byStatus.set(status, k);
+    byMethod.set(method, byStatus);
+    this.#httpKeys.set(endpoint, byMethod);
     return k;
   }
 
