@@ -65,3 +65,42 @@ test("a member's username is read only when an added proxy has its address", () 
   assert.equal(ix.has(probe(7, 'u7')), true);
   assert.equal(reads.n, 1, 'a shared address reads that member only');
 });
+
+test('members deferred at load are indexed on first use, whatever that use is', () => {
+  // First use a lookup.
+  const ix = new IdentityIndex();
+  const loaded = [entry(1, 'alice'), entry(1, 'bob'), entry(2, null)];
+  ix.defer(loaded);
+  assert.equal(ix.has(probe(1, 'bob')), true);
+  assert.equal(ix.has(probe(2, null)), true);
+  assert.equal(ix.has(probe(3, null)), false);
+
+  // First use an add of the same address: both the deferred and the new member are found, once each.
+  const iy = new IdentityIndex();
+  iy.defer([entry(1, 'alice')]);
+  const carol = entry(1, 'carol');
+  iy.add(carol);
+  assert.equal(iy.has(probe(1, 'alice')), true);
+  assert.equal(iy.has(probe(1, 'carol')), true);
+  iy.delete(carol);
+  assert.equal(iy.has(probe(1, 'carol')), false);
+  assert.equal(iy.has(probe(1, 'alice')), true);
+
+  // First use the removal of a deferred member: it is gone, the others stay.
+  const iz = new IdentityIndex();
+  const [a, b] = [entry(5, 'a'), entry(6, 'b')];
+  iz.defer([a, b]);
+  iz.delete(a);
+  assert.equal(iz.has(probe(5, 'a')), false);
+  assert.equal(iz.has(probe(6, 'b')), true);
+});
+
+test('a username of a deferred member is not read until an added proxy shares its address', () => {
+  const ix = new IdentityIndex();
+  const reads = { n: 0 };
+  ix.defer([entry(1, 'alice', reads), entry(2, 'bob', reads)]);
+  assert.equal(ix.has(probe(3, 'carol')), false);
+  assert.equal(reads.n, 0);
+  assert.equal(ix.has(probe(1, 'alice')), true);
+  assert.equal(reads.n, 1);
+});

@@ -9,15 +9,6 @@ export type { AddProxyInput, BulkOutcome, PoolListener, ProxyEntry, ProxyStats }
 
 type Clock = () => number;
 
-/**
- * A string made of pieces (`${a}://${b}:${c}`) is a tree of V8 "cons" nodes, 32 bytes each, until
- * something flattens it; a member's URL is kept for its whole life (7 nodes per URL were seen in a heap
- * snapshot of 100,000 proxies). Parsing it back from JSON text yields one flat string.
- */
-function flat(s: string): string {
-  return JSON.parse(JSON.stringify(s)) as string;
-}
-
 export function duplicate(record: ProxyRecord): ApiError {
   return new ApiError('PROXY_ALREADY_EXISTS', `A proxy with URL ${publicUrl(record)} already exists`, {
     details: { url: publicUrl(record) },
@@ -33,6 +24,8 @@ export class Pool {
   private readonly byId = new Map<string, ProxyEntry>();
   private readonly byIdentity = new IdentityIndex();
   private readonly pending = new Set<string>();
+  /** Members removed so far (load() checks whether any went while it read). */
+  private removals = 0;
   private ordered: ProxyEntry[] = [];
   private readonly listeners: PoolListener[] = [];
   private statusOf: (id: string) => ProxyStatus = () => 'active';
@@ -46,10 +39,19 @@ export class Pool {
 
   /** Loads every stored proxy, in creation order; listeners hear of each as if it had just been added. */
   async load(): Promise<void> {
-    for await (const record of this.store.loadAll()) {
-      const entry = this.insertEntry(record);
-      for (const l of this.listeners) l.added?.(entry);
+    const loaded: ProxyEntry[] = [];
+    const removalsBefore = this.removals;
+    for await (const page of this.store.loadPages()) {
+      for (const record of page) {
+        const entry = this.insertEntry(record, false);
+        loaded.push(entry);
+        for (const l of this.listeners) l.added?.(entry);
+      }
     }
+    // Nothing else should change the pool before the listeners open; if something did, a member removed
+    // while later pages were read is left out.
+    const removed = this.removals !== removalsBefore;
+    this.byIdentity.defer(removed ? loaded.filter((e) => this.byId.get(e.record.id) === e) : loaded);
   }
 
   listen(listener: PoolListener): void {
@@ -162,6 +164,7 @@ export class Pool {
     await this.store.remove(id);
     // A concurrent remove may have won while we awaited the store.
     if (!this.byId.delete(id)) return false;
+    this.removals++;
     this.byIdentity.delete(entry);
     const idx = this.ordered.indexOf(entry);
     if (idx !== -1) this.ordered.splice(idx, 1);
@@ -170,8 +173,8 @@ export class Pool {
   }
 
   /** The store's records, as they are now (shared state compares them with the pool after an outage). */
-  storeRecords(): AsyncIterable<ProxyRecord> {
-    return this.store.loadAll();
+  storeRecords(): AsyncIterable<readonly ProxyRecord[]> {
+    return this.store.loadPages();
   }
 
   /** True while a change made by another instance is applied: listeners need not tell it back. */
@@ -200,6 +203,7 @@ export class Pool {
     const entry = this.byId.get(id);
     if (!entry) return;
     this.byId.delete(id);
+    this.removals++;
     this.byIdentity.delete(entry);
     const idx = this.ordered.indexOf(entry);
     if (idx !== -1) this.ordered.splice(idx, 1);
@@ -249,17 +253,18 @@ export class Pool {
     }
   }
 
-  private insertEntry(record: ProxyRecord): ProxyEntry {
+  /** `index` false: the caller hands the entry to the identity index itself (load: deferred). */
+  private insertEntry(record: ProxyRecord, index = true): ProxyEntry {
     const entry: ProxyEntry = {
       record,
-      url: flat(publicUrl(record)),
+      url: publicUrl(record),
       health: 'unknown',
       consecutiveFailures: 0,
       inFlight: 0,
       stats: { total: 0, success: 0, failed: 0, latencySumMs: 0 },
     };
     this.byId.set(record.id, entry);
-    this.byIdentity.add(entry);
+    if (index) this.byIdentity.add(entry);
     this.ordered.push(entry);
     return entry;
   }

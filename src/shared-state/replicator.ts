@@ -105,9 +105,11 @@ export class Replicator {
     const d = this.#d;
     await d.reloadSettings();
     const stored = new Set<string>();
-    for await (const r of d.pool.storeRecords()) {
-      stored.add(r.id);
-      if (!d.pool.get(r.id)) await d.pool.applyRemoteAdd(r.id);
+    for await (const page of d.pool.storeRecords()) {
+      for (const r of page) {
+        stored.add(r.id);
+        if (!d.pool.get(r.id)) await d.pool.applyRemoteAdd(r.id);
+      }
     }
     for (const e of [...d.pool.all()]) if (!stored.has(e.record.id)) d.pool.applyRemoteRemove(e.record.id);
     for (const [id, s] of await breakerStates()) {

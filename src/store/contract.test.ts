@@ -13,7 +13,7 @@ import { DuplicateProxyError, type ProxyStore } from './types.ts';
 
 async function all(store: ProxyStore): Promise<ProxyRecord[]> {
   const out: ProxyRecord[] = [];
-  for await (const r of store.loadAll()) out.push(plain(r));
+  for await (const page of store.loadPages()) for (const r of page) out.push(plain(r));
   return out;
 }
 
@@ -182,7 +182,7 @@ export function storeContract(name: string, make: () => ProxyStore): void {
       const onlyPassword = rec({ host: 'c.example', username: null, password: 'p' });
       for (const r of [none, onlyUser, fancy, onlyPassword]) await s.insert(r);
       const raw: ProxyRecord[] = [];
-      for await (const r of s.loadAll()) raw.push(r);
+      for await (const page of s.loadPages()) for (const r of page) raw.push(r);
       // Told before anything is decrypted (records loaded from a SQL store keep credentials sealed).
       assert.deepEqual(raw.map(hasCredentials), [false, true, true, true]);
       assert.deepEqual(await all(s), [none, onlyUser, fancy, onlyPassword]);

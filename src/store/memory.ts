@@ -17,8 +17,8 @@ export class MemoryStore implements ProxyStore {
     this.isOpen = true;
   }
 
-  async *loadAll(): AsyncIterable<ProxyRecord> {
-    for (const r of [...this.records.values()]) yield r;
+  async *loadPages(): AsyncIterable<readonly ProxyRecord[]> {
+    if (this.records.size > 0) yield [...this.records.values()];
   }
 
   async get(id: string): Promise<ProxyRecord | null> {

@@ -49,7 +49,7 @@ const fresh = (options?: Partial<Omit<PostgresStoreOptions, 'url' | 'logger'>>) 
 
 async function all(store: PostgresStore): Promise<ProxyRecord[]> {
   const out: ProxyRecord[] = [];
-  for await (const r of store.loadAll()) out.push(plain(r));
+  for await (const page of store.loadPages()) for (const r of page) out.push(plain(r));
   return out;
 }
 

@@ -97,7 +97,7 @@ export class PostgresStore implements ProxyStore {
     probe.start();
   }
 
-  async *loadAll(): AsyncIterable<ProxyRecord> {
+  async *loadPages(): AsyncIterable<readonly ProxyRecord[]> {
     let after = '0';
     for (;;) {
       const { pool, cipher } = this.opened();
@@ -107,7 +107,7 @@ export class PostgresStore implements ProxyStore {
           READ_BATCH,
         ]),
       );
-      for (const row of rows) yield toRecord(row, cipher, true);
+      if (rows.length > 0) yield rows.map((row) => toRecord(row, cipher, true));
       const last = rows.at(-1);
       if (last === undefined || rows.length < READ_BATCH) return;
       after = last.seq;

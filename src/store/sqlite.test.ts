@@ -31,7 +31,7 @@ async function openAt(path: string, secretKey: Buffer | null = null): Promise<Sq
 
 async function all(store: ProxyStore): Promise<ProxyRecord[]> {
   const out: ProxyRecord[] = [];
-  for await (const r of store.loadAll()) out.push(r);
+  for await (const page of store.loadPages()) for (const r of page) out.push(r);
   return out;
 }
 

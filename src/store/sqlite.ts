@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { ProxyRecord } from '../pool/types.ts';
 import { CredentialCipher, describeKeySource, resolveKey, StorageKeyError } from './crypto.ts';
 import { migrate } from './migrations.ts';
-import { recordFromRow, sealedValues } from './rows.ts';
+import { PACKED_COLUMNS, type PackedRow, recordFromPacked, recordFromRow, sealedValues } from './rows.ts';
 import { DuplicateProxyError, type ProxyStore } from './types.ts';
 
 type Db = Database.Database;
@@ -40,9 +40,11 @@ function prepare(db: Db) {
        VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM proxies), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
     get: db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM proxies WHERE id = ?`),
-    batch: db.prepare<[number, number], Row>(
-      `SELECT ${COLUMNS} FROM proxies WHERE seq > ? ORDER BY seq LIMIT ?`,
-    ),
+    page: db
+      .prepare<[number, number], PackedRow>(
+        `SELECT ${PACKED_COLUMNS} FROM proxies WHERE seq > ? ORDER BY seq LIMIT ?`,
+      )
+      .raw(true),
     count: db.prepare<[], number>('SELECT COUNT(*) FROM proxies').pluck(),
     remove: db.prepare<[string]>('DELETE FROM proxies WHERE id = ?'),
     getSetting: db.prepare<[string], string>('SELECT value FROM settings WHERE key = ?').pluck(),
@@ -97,17 +99,17 @@ export class SqliteStore implements ProxyStore {
     }
   }
 
-  async *loadAll(): AsyncIterable<ProxyRecord> {
+  async *loadPages(): AsyncIterable<readonly ProxyRecord[]> {
     let after = 0;
     for (;;) {
       const { stmts, cipher } = this.opened();
-      const records: ProxyRecord[] = [];
-      for (const row of stmts.batch.iterate(after, BATCH)) {
-        records.push(recordFromRow(row, cipher, true));
-        after = row.seq;
-      }
-      yield* records;
-      if (records.length < BATCH) return;
+      // all() of a raw statement: one array per row, no cursor left open across the yield.
+      const rows = stmts.page.all(after, BATCH);
+      const last = rows.at(-1);
+      if (last === undefined) return;
+      yield rows.map((row) => recordFromPacked(row, cipher));
+      if (rows.length < BATCH) return;
+      after = last[1];
     }
   }
 

@@ -11,8 +11,11 @@ export interface ProxyStore {
   /** True once open() succeeded and until close(). */
   readonly connected: boolean;
   open(): Promise<void>;
-  /** Every record in creation order. */
-  loadAll(): AsyncIterable<ProxyRecord>;
+  /**
+   * Every record in creation order, a page at a time: start-up reads hundreds of thousands, and one
+   * await per page instead of per record took ~100 ms off loading 100,000 (BENCHMARKS.md).
+   */
+  loadPages(): AsyncIterable<readonly ProxyRecord[]>;
   get(id: string): Promise<ProxyRecord | null>;
   count(): Promise<number>;
   /** Rejects with DuplicateProxyError when the identity (URL + username) is taken. */
