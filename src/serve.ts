@@ -66,8 +66,8 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   // Start-up's garbage and an idle young generation go back to the system in the first quiet second
-  // (after traffic, only after 30 s of quiet: lib/heap-trim.ts).
-  processHeapTrimmer().start();
+  // (after traffic, only after 30 s of quiet: lib/heap-trim.ts; proxied calls tell traffic from start-up).
+  processHeapTrimmer(() => services.stats.totals().calls).start();
   // What start-up compiled goes to the cache now, not only at exit (a SIGKILL would lose it).
   setImmediate(compileCacheAfterReady);
   if (!config.requireAuth && !isLoopback(config.host)) {

@@ -6,7 +6,7 @@ import { HeapTrimmer } from './heap-trim.ts';
 const MB = 1024 * 1024;
 
 function rig(o: { gc?: boolean; used?: number; committed?: number } = {}) {
-  const s = { cpu: 0, gcs: 0, used: o.used ?? 30 * MB, committed: o.committed ?? 64 * MB };
+  const s = { cpu: 0, gcs: 0, calls: 0, used: o.used ?? 30 * MB, committed: o.committed ?? 64 * MB };
   const t = new HeapTrimmer({
     gc:
       o.gc === false
@@ -18,6 +18,7 @@ function rig(o: { gc?: boolean; used?: number; committed?: number } = {}) {
           },
     cpuUs: () => s.cpu,
     heap: () => ({ committed: s.committed, used: s.used }),
+    served: () => s.calls,
   });
   return { s, t };
 }
@@ -63,6 +64,27 @@ test('light traffic (under 5% of a core) counts as quiet; heavier traffic never 
   assert.equal(t.tick(), true);
 });
 
+test('load from the first second (never quiet before it) waits 30 quiet seconds like any later trim', () => {
+  const { s, t } = rig();
+  for (let i = 0; i < 10; i++) {
+    s.cpu += 600_000;
+    s.calls += 3_000;
+    assert.equal(t.tick(), false);
+  }
+  for (let i = 1; i < 30; i++) assert.equal(t.tick(), false, `quiet second ${i} after the load`);
+  assert.equal(t.tick(), true);
+  assert.equal(s.gcs, 1);
+});
+
+test('a few calls during start-up (a readiness probe, proxies added) keep its quick trim', () => {
+  const { s, t } = rig();
+  s.cpu += 400_000;
+  s.calls += 12;
+  assert.equal(t.tick(), false);
+  assert.equal(t.tick(), true);
+  assert.equal(s.gcs, 1);
+});
+
 test('no GC when there is little slack to give back', () => {
   const { s, t } = rig({ used: 30 * MB, committed: 34 * MB });
   assert.equal(t.tick(), false);
@@ -101,7 +123,7 @@ test('on a real process with --expose-gc: the young generation goes back after a
       for (let i = 0; i < 400_000; i++) { const o = { i, s: 'x'.repeat(8) + i }; if (i % 8 === 0) keep.push(o); }
       const newSpace = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
       const before = newSpace();
-      const t = processHeapTrimmer({ everyMs: 200 });
+      const t = processHeapTrimmer(undefined, { everyMs: 200 });
       t.start();
       setTimeout(() => { console.log(JSON.stringify({ before, after: newSpace(), trims: t.trims, kept: keep.length })); t.stop(); }, 1500);
       `,

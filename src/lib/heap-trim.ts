@@ -29,6 +29,8 @@ export interface HeapTrimDeps {
   /** CPU time used by the process so far, µs. */
   readonly cpuUs: () => number;
   readonly heap: () => { readonly committed: number; readonly used: number };
+  /** Calls proxied so far (every door); without it, only CPU tells traffic from start-up. */
+  readonly served?: () => number;
 }
 
 export interface HeapTrimOptions {
@@ -49,6 +51,13 @@ export interface HeapTrimOptions {
   readonly laterQuietIntervals?: number;
   /** How long start-up lasts, in intervals: a first trim after it waits like a later one. */
   readonly startupIntervals?: number;
+  /**
+   * Calls after which the process counts as having served traffic even if it was never quiet before
+   * them (load from its first second): its hot code is compiled, so its first trim waits like a later
+   * one. A few API calls (a readiness probe, adding proxies) stay under it and leave start-up's quick
+   * trim in place.
+   */
+  readonly hotCalls?: number;
 }
 
 const MB = 1024 * 1024;
@@ -78,6 +87,7 @@ export class HeapTrimmer {
       bigHeapQuietIntervals: o.bigHeapQuietIntervals ?? 60,
       laterQuietIntervals: o.laterQuietIntervals ?? 30,
       startupIntervals: o.startupIntervals ?? 60,
+      hotCalls: o.hotCalls ?? 1000,
     };
     this.#lastCpu = deps.cpuUs();
   }
@@ -118,6 +128,8 @@ export class HeapTrimmer {
     // later ones only after a long lull, see laterQuietIntervals. So does a first trim once traffic has
     // come: a load in the first minute, then a pause of a second, was trimmed at once and the next load
     // paid for compiling its code again (the benchmark's warm-up and measured run did exactly that).
+    // Load from the first second never saw start-up end while busy: the calls it served tell it apart.
+    if ((this.#deps.served?.() ?? 0) >= this.#o.hotCalls) this.#served = true;
     const startUpTrim = this.trims === 0 && !this.#served && this.#ticks <= this.#o.startupIntervals;
     let need = startUpTrim ? 1 : this.#o.laterQuietIntervals;
     if (h.used > this.#o.bigHeapBytes) need = Math.max(need, this.#o.bigHeapQuietIntervals);
@@ -134,7 +146,7 @@ export class HeapTrimmer {
 type ExposedGc = (o: { type: 'major'; flavor: 'last-resort' }) => void;
 
 /** The trimmer on the real process: `gc` from --expose-gc, process.cpuUsage, v8's heap statistics. */
-export function processHeapTrimmer(o?: HeapTrimOptions): HeapTrimmer {
+export function processHeapTrimmer(served?: () => number, o?: HeapTrimOptions): HeapTrimmer {
   const exposed = (globalThis as { gc?: ExposedGc }).gc;
   return new HeapTrimmer(
     {
@@ -147,6 +159,7 @@ export function processHeapTrimmer(o?: HeapTrimOptions): HeapTrimmer {
         const s = v8.getHeapStatistics();
         return { committed: s.total_heap_size, used: s.used_heap_size };
       },
+      ...(served ? { served } : {}),
     },
     o,
   );
