@@ -1,6 +1,9 @@
 import { identityKey, type ProxyRecord } from '../pool/types.ts';
 import { DuplicateProxyError, type ProxyStore } from './types.ts';
 
+/** Records copied between two turns of the event loop in insertMany (~10 ms of work here). */
+const COPY_SLICE = 1000;
+
 /** Keeps everything in this process: the default, and what tests use. */
 export class MemoryStore implements ProxyStore {
   readonly backend = 'memory' as const;
@@ -37,20 +40,29 @@ export class MemoryStore implements ProxyStore {
   }
 
   async insertMany(records: readonly ProxyRecord[]): Promise<void> {
-    // Checked in full before anything is kept: all or nothing, like a transaction.
-    const keys = new Set<string>();
+    // The copies are most of the cost (100,000 records: ~1.5 s here): made in slices, with a turn of the
+    // event loop between them, before anything is checked.
+    const copies: ProxyRecord[] = [];
+    for (let i = 0; i < records.length; i++) {
+      copies.push(structuredClone(records[i]!));
+      if (i % COPY_SLICE === COPY_SLICE - 1) await new Promise((r) => setImmediate(r));
+    }
+    // Checked in full, then kept, in one piece: all or nothing, and no other write in between.
+    const keys = copies.map(identityKey);
+    const seenKeys = new Set<string>();
     const ids = new Set<string>();
-    for (const r of records) {
-      const key = identityKey(r);
-      if (this.identities.has(key) || keys.has(key) || this.records.has(r.id) || ids.has(r.id)) {
+    for (let i = 0; i < copies.length; i++) {
+      const key = keys[i]!;
+      const id = copies[i]!.id;
+      if (this.identities.has(key) || seenKeys.has(key) || this.records.has(id) || ids.has(id)) {
         throw new DuplicateProxyError();
       }
-      keys.add(key);
-      ids.add(r.id);
+      seenKeys.add(key);
+      ids.add(id);
     }
-    for (const r of records) {
-      this.identities.add(identityKey(r));
-      this.records.set(r.id, structuredClone(r));
+    for (let i = 0; i < copies.length; i++) {
+      this.identities.add(keys[i]!);
+      this.records.set(copies[i]!.id, copies[i]!);
     }
   }
 

@@ -35,6 +35,13 @@ async function all(store: ProxyStore): Promise<ProxyRecord[]> {
   return out;
 }
 
+/** Resolves once the store's connection is inside a transaction (insertMany's, open across turns). */
+async function transactionOpen(s: SqliteStore): Promise<void> {
+  const db = (s as unknown as { state: { db: Database.Database } }).state.db;
+  for (let i = 0; i < 10_000 && !db.inTransaction; i++) await new Promise((r) => setImmediate(r));
+  assert.ok(db.inTransaction, 'the bulk insert never opened its transaction');
+}
+
 /** The database, its WAL and its shared-memory file, as they are on disk right now. */
 function rawBytes(path: string): Buffer {
   const parts = ['', '-wal', '-shm'].filter((s) => existsSync(path + s)).map((s) => readFileSync(path + s));
@@ -197,5 +204,59 @@ describe('SqliteStore', () => {
     assert.ok(existsSync(path) && existsSync(`${path}.key`));
     await store.close();
     assert.equal((await openStore(loadConfig({}), silent)).backend, 'memory');
+  });
+
+  it('a bulk insert lets the event loop turn, and what others write meanwhile is neither lost nor in its rollback', async () => {
+    const path = dbPath();
+    const s = await openAt(path);
+    const taken = rec({ host: 'taken.example' });
+    await s.insert(taken);
+    // 4,000 rows, the last one a duplicate: the whole batch must roll back, after several slices.
+    const batch = Array.from({ length: 4000 }, (_, i) => rec({ host: `h${i}.example`, username: `u${i}` }));
+    batch.push({ ...rec(), host: taken.host });
+    let turns = 0;
+    const ticker = setInterval(() => turns++, 0);
+    let err: unknown;
+    try {
+      const bulk = s.insertMany(batch).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      // Written while the bulk insert's transaction is open: must wait for it, then land.
+      await transactionOpen(s);
+      const other = rec({ host: 'other.example' });
+      const wrote = Promise.all([s.insert(other), s.putSetting('during', { v: 1 })]);
+      err = await bulk;
+      await wrote;
+    } finally {
+      clearInterval(ticker);
+    }
+    assert.ok(
+      err instanceof Error && (err as { code?: unknown }).code === 'PROXY_ALREADY_EXISTS',
+      String(err),
+    );
+    assert.ok(turns > 2, `the event loop turned ${turns} times during the bulk insert`);
+    const hosts = (await all(s)).map((r) => r.host).sort();
+    assert.deepEqual(hosts, ['other.example', 'taken.example']);
+    assert.deepEqual(await s.getSetting('during'), { v: 1 });
+    await s.close();
+    // Durable as acknowledged: the same holds for a fresh connection.
+    const again = await openAt(path);
+    assert.deepEqual((await all(again)).map((r) => r.host).sort(), ['other.example', 'taken.example']);
+    await again.close();
+  });
+
+  it('a bulk insert and a write made while it runs both commit, every row once', async () => {
+    const s = await openAt(dbPath());
+    const batch = Array.from({ length: 2500 }, (_, i) => rec({ host: `b${i}.example` }));
+    const bulk = s.insertMany(batch);
+    await transactionOpen(s);
+    const late = rec({ host: 'late.example' });
+    await Promise.all([bulk, s.insert(late)]);
+    const hosts = (await all(s)).map((r) => r.host);
+    assert.equal(hosts.length, 2501);
+    assert.equal(new Set(hosts).size, 2501);
+    assert.ok(hosts.includes('late.example'));
+    await s.close();
   });
 });

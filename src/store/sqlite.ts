@@ -29,8 +29,12 @@ const COLUMNS =
   'id, seq, protocol, host, port, username_enc, password_enc, weight, country, tags, created_at, updated_at';
 // Rows are read in bounded batches so that no cursor stays open while the caller awaits between rows.
 const BATCH = 1000;
-// Records sealed between two turns of the event loop in insertMany.
-const SEAL_SLICE = 2000;
+// Records sealed, and rows inserted, between two turns of the event loop in insertMany (each slice holds
+// the loop for ~10-30 ms here; sealing is ~70 µs a record, inserting ~15).
+const SEAL_SLICE = 250;
+const INSERT_SLICE = 1000;
+
+const turn = () => new Promise<void>((r) => setImmediate(r));
 
 function prepare(db: Db) {
   return {
@@ -75,6 +79,17 @@ export class SqliteStore implements ProxyStore {
   readonly backend = 'sqlite' as const;
   private state: State = { kind: 'closed' };
   private readonly options: SqliteStoreOptions;
+  /**
+   * Settles when insertMany's transaction, open across turns of the event loop, has ended. Every other
+   * statement waits for it first: on this one connection it would run inside that transaction (and be
+   * rolled back with it, or see its rows before they are durable).
+   */
+  #transaction: Promise<void> | null = null;
+
+  /** Waits until no insertMany transaction is open (another may have begun meanwhile: hence the loop). */
+  async #idle(): Promise<void> {
+    while (this.#transaction !== null) await this.#transaction;
+  }
 
   constructor(options: SqliteStoreOptions) {
     this.options = options;
@@ -102,6 +117,7 @@ export class SqliteStore implements ProxyStore {
   async *loadPages(): AsyncIterable<readonly ProxyRecord[]> {
     let after = 0;
     for (;;) {
+      await this.#idle();
       const { stmts, cipher } = this.opened();
       // all() of a raw statement: one array per row, no cursor left open across the yield.
       const rows = stmts.page.all(after, BATCH);
@@ -114,49 +130,84 @@ export class SqliteStore implements ProxyStore {
   }
 
   async get(id: string): Promise<ProxyRecord | null> {
+    await this.#idle();
     const { stmts, cipher } = this.opened();
     const row = stmts.get.get(id);
     return row ? recordFromRow(row, cipher) : null;
   }
 
   async count(): Promise<number> {
+    await this.#idle();
     return this.opened().stmts.count.get() ?? 0;
   }
 
   async insert(r: ProxyRecord): Promise<void> {
+    await this.#idle();
     const { stmts, cipher } = this.opened();
     insertRow(stmts, sealedValues(r, cipher));
   }
 
+  /**
+   * One transaction (one fsync): a constraint failure on any row rolls every row back. Sealing and
+   * inserting are done in slices with a turn of the event loop between them: 100,000 rows held it for
+   * ~1 s of sealing and ~2 s of SQL in one piece, and every proxied call with it (BENCHMARKS.md).
+   */
   async insertMany(records: readonly ProxyRecord[]): Promise<void> {
-    // Sealing credentials is most of the cost (100,000 rows: about a second): it is done in slices that
-    // let the event loop breathe, so that only the SQL itself holds it.
     const rows: RowValues[] = [];
     for (let i = 0; i < records.length; i++) {
       rows.push(sealedValues(records[i]!, this.opened().cipher));
-      if (i % SEAL_SLICE === SEAL_SLICE - 1) await new Promise((r) => setImmediate(r));
+      if (i % SEAL_SLICE === SEAL_SLICE - 1) await turn();
     }
+    await this.#idle();
+    let end = () => {};
+    this.#transaction = new Promise<void>((r) => {
+      end = r;
+    });
+    try {
+      await this.#insertInSlices(rows);
+    } finally {
+      this.#transaction = null;
+      end();
+    }
+  }
+
+  async #insertInSlices(rows: readonly RowValues[]): Promise<void> {
     const { db, stmts } = this.opened();
-    // One transaction (one fsync): a constraint failure on any row rolls every row back.
-    db.transaction(() => {
-      for (const row of rows) insertRow(stmts, row);
-    }).immediate();
+    // IMMEDIATE takes the write lock now: no other process can write in between, so none can make a
+    // row of ours a duplicate after we checked.
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      for (let i = 0; i < rows.length; i++) {
+        insertRow(stmts, rows[i]!);
+        if (i % INSERT_SLICE === INSERT_SLICE - 1) await turn();
+      }
+      // COMMIT itself holds the loop (100,000 rows: ~300 ms here, ~130 of them with synchronous=OFF; an
+      // fdatasync of the WAL from the thread pool just before it did not shorten it).
+      db.exec('COMMIT');
+    } catch (e) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw e;
+    }
   }
 
   async remove(id: string): Promise<boolean> {
+    await this.#idle();
     return this.opened().stmts.remove.run(id).changes > 0;
   }
 
   async getSetting(key: string): Promise<unknown> {
+    await this.#idle();
     const v = this.opened().stmts.getSetting.get(key);
     return v === undefined ? null : JSON.parse(v);
   }
 
   async putSetting(key: string, value: unknown): Promise<void> {
+    await this.#idle();
     this.opened().stmts.putSetting.run(key, JSON.stringify(value) ?? 'null');
   }
 
   async close(): Promise<void> {
+    await this.#idle();
     if (this.state.kind !== 'open') return;
     const { db } = this.state;
     this.state = { kind: 'closed' };
