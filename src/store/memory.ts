@@ -43,12 +43,13 @@ export class MemoryStore implements ProxyStore {
     // The copies are most of the cost (100,000 records: ~1.5 s here): made in slices, with a turn of the
     // event loop between them, before anything is checked.
     const copies: ProxyRecord[] = [];
+    const keys: string[] = [];
     for (let i = 0; i < records.length; i++) {
       copies.push(structuredClone(records[i]!));
+      keys.push(identityKey(records[i]!));
       if (i % COPY_SLICE === COPY_SLICE - 1) await new Promise((r) => setImmediate(r));
     }
     // Checked in full, then kept, in one piece: all or nothing, and no other write in between.
-    const keys = copies.map(identityKey);
     const seenKeys = new Set<string>();
     const ids = new Set<string>();
     for (let i = 0; i < copies.length; i++) {
