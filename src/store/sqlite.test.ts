@@ -165,6 +165,32 @@ describe('SqliteStore', () => {
     await s2.close();
   });
 
+  it('tells an empty sealed value (damaged) from a missing one when loading, field by field', async () => {
+    const path = dbPath();
+    const s = await openAt(path);
+    const both = rec({ host: 'both.example', username: 'u1', password: 'p1' });
+    const onlyPass = rec({ host: 'pass.example', username: null, password: 'p2' });
+    const emptied = rec({ host: 'emptied.example', username: 'u3', password: 'p3' });
+    for (const r of [both, onlyPass, emptied]) await s.insert(r);
+    await s.close();
+    const db = new Database(path);
+    db.prepare("UPDATE proxies SET username_enc = x'' WHERE id = ?").run(emptied.id);
+    db.close();
+    const s2 = await openAt(path);
+    const loaded = new Map((await all(s2)).map((r) => [r.id, r]));
+    assert.equal(loaded.get(both.id)?.username, 'u1');
+    assert.equal(loaded.get(both.id)?.password, 'p1');
+    assert.equal(loaded.get(onlyPass.id)?.username, null);
+    assert.equal(loaded.get(onlyPass.id)?.password, 'p2');
+    // A zero-length value is not "no username": it fails to open, and the password beside it still opens.
+    const e = loaded.get(emptied.id);
+    assert.ok(e && hasCredentials(e));
+    assert.throws(() => e.username, CredentialDecryptError);
+    assert.equal(e.password, 'p3');
+    assert.throws(() => e.username, CredentialDecryptError);
+    await s2.close();
+  });
+
   it('uses WAL and a versioned schema; migrations are idempotent on reopen', async () => {
     const path = dbPath();
     await (await openAt(path)).close();
