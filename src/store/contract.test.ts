@@ -145,6 +145,35 @@ export function storeContract(name: string, make: () => ProxyStore): void {
       assert.deepEqual(await all(s), [taken, ...ok], 'the identities of refused batches stay free');
     });
 
+    it('a long batch stays all or nothing while other writes come in during it, and those land', async () => {
+      const s = await opened();
+      const taken = rec({ username: 'taken' });
+      const gone = rec({ port: 3 });
+      await s.insert(taken);
+      await s.insert(gone);
+      const turns = async (n: number) => {
+        for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+      };
+      // Refused (its last record repeats a stored identity) after the store has given the loop turns.
+      const refused = Array.from({ length: 2500 }, (_, i) => rec({ port: 20_000 + i }));
+      refused.push(rec({ username: 'taken' }));
+      const failing = assert.rejects(s.insertMany(refused), DuplicateProxyError);
+      await turns(20);
+      const during = rec({ port: 1 });
+      await Promise.all([failing, s.insert(during), s.putSetting('during', 1), s.remove(gone.id)]);
+      assert.deepEqual(await all(s), [taken, during]);
+      assert.equal(await s.getSetting('during'), 1);
+      // Stored, with a write made during it.
+      const stored = Array.from({ length: 2500 }, (_, i) => rec({ port: 30_000 + i }));
+      const storing = s.insertMany(stored);
+      await turns(20);
+      const later = rec({ port: 2 });
+      await Promise.all([storing, s.insert(later)]);
+      const ids = new Set((await all(s)).map((r) => r.id));
+      assert.equal(ids.size, 2503);
+      assert.ok(ids.has(later.id) && ids.has(during.id) && stored.every((r) => ids.has(r.id)));
+    });
+
     it('removes once, then reports false, and frees the identity', async () => {
       const s = await opened();
       const r = rec({ username: 'u' });
