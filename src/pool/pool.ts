@@ -1,4 +1,5 @@
 import { ApiError } from '../http/errors.ts';
+import { nextTurn } from '../lib/turns.ts';
 import { DuplicateProxyError, type ProxyStore } from '../store/types.ts';
 import type { AddProxyInput, BulkOutcome, PoolListener, ProxyEntry } from './entry.ts';
 import { IdentityIndex } from './identity.ts';
@@ -11,7 +12,6 @@ type Clock = () => number;
 
 /** Inputs handled between two turns of the event loop in addMany (~10-20 ms of work here). */
 const BULK_SLICE = 1000;
-const turn = () => new Promise<void>((r) => setImmediate(r));
 
 export function duplicate(record: ProxyRecord): ApiError {
   return new ApiError('PROXY_ALREADY_EXISTS', `A proxy with URL ${publicUrl(record)} already exists`, {
@@ -119,7 +119,7 @@ export class Pool {
     try {
       for (let i = 0; i < inputs.length; i++) {
         outcomes.push(this.reserve(inputs[i]!, keys));
-        if (i % BULK_SLICE === BULK_SLICE - 1) await turn();
+        if (i % BULK_SLICE === BULK_SLICE - 1) await nextTurn();
       }
       await this.storeMany(outcomes.filter((o): o is ProxyRecord => 'id' in o));
       const out: BulkOutcome[] = [];
@@ -131,7 +131,7 @@ export class Pool {
           for (const l of this.listeners) l.added?.(entry);
           out.push({ kind: 'created', entry });
         }
-        if (i % BULK_SLICE === BULK_SLICE - 1) await turn();
+        if (i % BULK_SLICE === BULK_SLICE - 1) await nextTurn();
       }
       return out;
     } finally {

@@ -174,6 +174,14 @@ export function storeContract(name: string, make: () => ProxyStore): void {
       assert.ok(ids.has(later.id) && ids.has(during.id) && stored.every((r) => ids.has(r.id)));
     });
 
+    it('two long batches at once both land, one after the other', async () => {
+      const s = await opened();
+      const a = Array.from({ length: 1500 }, (_, i) => rec({ port: 40_000 + i }));
+      const b = Array.from({ length: 1500 }, (_, i) => rec({ port: 50_000 + i }));
+      await Promise.all([s.insertMany(a), s.insertMany(b)]);
+      assert.equal(await s.count(), 3000);
+    });
+
     it('removes once, then reports false, and frees the identity', async () => {
       const s = await opened();
       const r = rec({ username: 'u' });

@@ -1,9 +1,9 @@
+import { BulkGate, nextTurn } from '../lib/turns.ts';
 import { identityKey, type ProxyRecord } from '../pool/types.ts';
 import { DuplicateProxyError, type ProxyStore } from './types.ts';
 
 /** Records handled between two turns of the event loop in insertMany (~10 ms of work here). */
 const SLICE = 1000;
-const turn = () => new Promise<void>((r) => setImmediate(r));
 
 /** Keeps everything in this process: the default, and what tests use. */
 export class MemoryStore implements ProxyStore {
@@ -13,11 +13,11 @@ export class MemoryStore implements ProxyStore {
   private readonly settings = new Map<string, string>();
   private isOpen = false;
   /**
-   * Settles when insertMany's check and insert, done across turns of the event loop, have ended. The
-   * other proxy operations wait for it first, as they would for a transaction: no write slips between
-   * its check and its insert, and no read sees half of it.
+   * insertMany's check and insert, done across turns of the event loop: the other proxy operations wait
+   * for it, as they would for a transaction, so no write slips between its check and its insert and no
+   * read sees half of it.
    */
-  #bulk: Promise<void> | null = null;
+  readonly #bulk = new BulkGate();
 
   get connected(): boolean {
     return this.isOpen;
@@ -27,28 +27,23 @@ export class MemoryStore implements ProxyStore {
     this.isOpen = true;
   }
 
-  /** Waits until no insertMany is checking or inserting (another may have begun meanwhile: the loop). */
-  async #idle(): Promise<void> {
-    while (this.#bulk !== null) await this.#bulk;
-  }
-
   async *loadPages(): AsyncIterable<readonly ProxyRecord[]> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     if (this.records.size > 0) yield [...this.records.values()];
   }
 
   async get(id: string): Promise<ProxyRecord | null> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     return this.records.get(id) ?? null;
   }
 
   async count(): Promise<number> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     return this.records.size;
   }
 
   async insert(record: ProxyRecord): Promise<void> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     const key = identityKey(record);
     if (this.identities.has(key) || this.records.has(record.id)) throw new DuplicateProxyError();
     this.identities.add(key);
@@ -65,24 +60,16 @@ export class MemoryStore implements ProxyStore {
     for (let i = 0; i < records.length; i++) {
       copies.push(structuredClone(records[i]!));
       keys.push(identityKey(records[i]!));
-      if (i % SLICE === SLICE - 1) await turn();
+      if (i % SLICE === SLICE - 1) await nextTurn();
     }
-    await this.#idle();
-    let end = () => {};
-    this.#bulk = new Promise<void>((r) => {
-      end = r;
-    });
-    try {
+    await this.#bulk.run(async () => {
       await this.#check(copies, keys);
       for (let i = 0; i < copies.length; i++) {
         this.identities.add(keys[i]!);
         this.records.set(copies[i]!.id, copies[i]!);
-        if (i % SLICE === SLICE - 1) await turn();
+        if (i % SLICE === SLICE - 1) await nextTurn();
       }
-    } finally {
-      this.#bulk = null;
-      end();
-    }
+    });
   }
 
   /** Rejects with DuplicateProxyError when an identity or id is taken or repeats among `copies`. */
@@ -97,12 +84,12 @@ export class MemoryStore implements ProxyStore {
       }
       seenKeys.add(key);
       ids.add(id);
-      if (i % SLICE === SLICE - 1) await turn();
+      if (i % SLICE === SLICE - 1) await nextTurn();
     }
   }
 
   async remove(id: string): Promise<boolean> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     const r = this.records.get(id);
     if (!r) return false;
     this.records.delete(id);

@@ -2,6 +2,7 @@ import { Buffer } from 'node:buffer';
 import { closeSync, existsSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
+import { BulkGate, nextTurn } from '../lib/turns.ts';
 import type { ProxyRecord } from '../pool/types.ts';
 import { CredentialCipher, describeKeySource, resolveKey, StorageKeyError } from './crypto.ts';
 import { migrate } from './migrations.ts';
@@ -37,8 +38,6 @@ const SEAL_SLICE = 250;
 // this process's other work run inside that span, so fewer, fuller slices keep it short (100,000 rows:
 // ~1.7 s of SQL here, ~35 turns).
 const INSERT_SLICE_MS = 50;
-
-const turn = () => new Promise<void>((r) => setImmediate(r));
 
 function prepare(db: Db) {
   return {
@@ -86,16 +85,11 @@ export class SqliteStore implements ProxyStore {
   private state: State = { kind: 'closed' };
   private readonly options: SqliteStoreOptions;
   /**
-   * Settles when insertMany's transaction, open across turns of the event loop, has ended. Every other
-   * statement waits for it first: on this one connection it would run inside that transaction (and be
-   * rolled back with it, or see its rows before they are durable).
+   * insertMany's transaction, open across turns of the event loop. Every other statement waits for it
+   * first: on this one connection it would run inside that transaction (and be rolled back with it, or
+   * see its rows before they are durable).
    */
-  #transaction: Promise<void> | null = null;
-
-  /** Waits until no insertMany transaction is open (another may have begun meanwhile: hence the loop). */
-  async #idle(): Promise<void> {
-    while (this.#transaction !== null) await this.#transaction;
-  }
+  readonly #bulk = new BulkGate();
 
   constructor(options: SqliteStoreOptions) {
     this.options = options;
@@ -123,7 +117,7 @@ export class SqliteStore implements ProxyStore {
   async *loadPages(): AsyncIterable<readonly ProxyRecord[]> {
     let after = 0;
     for (;;) {
-      await this.#idle();
+      while (this.#bulk.running) await this.#bulk.running;
       const { stmts, cipher } = this.opened();
       // all() of a raw statement: one array per row, no cursor left open across the yield.
       const rows = stmts.page.all(after, BATCH);
@@ -136,19 +130,19 @@ export class SqliteStore implements ProxyStore {
   }
 
   async get(id: string): Promise<ProxyRecord | null> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     const { stmts, cipher } = this.opened();
     const row = stmts.get.get(id);
     return row ? recordFromRow(row, cipher) : null;
   }
 
   async count(): Promise<number> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     return this.opened().stmts.count.get() ?? 0;
   }
 
   async insert(r: ProxyRecord): Promise<void> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     const { stmts, cipher } = this.opened();
     insertRow(stmts, sealedValues(r, cipher));
   }
@@ -162,19 +156,9 @@ export class SqliteStore implements ProxyStore {
     const rows: RowValues[] = [];
     for (let i = 0; i < records.length; i++) {
       rows.push(sealedValues(records[i]!, this.opened().cipher));
-      if (i % SEAL_SLICE === SEAL_SLICE - 1) await turn();
+      if (i % SEAL_SLICE === SEAL_SLICE - 1) await nextTurn();
     }
-    await this.#idle();
-    let end = () => {};
-    this.#transaction = new Promise<void>((r) => {
-      end = r;
-    });
-    try {
-      await this.#insertInSlices(rows);
-    } finally {
-      this.#transaction = null;
-      end();
-    }
+    await this.#bulk.run(() => this.#insertInSlices(rows));
   }
 
   async #insertInSlices(rows: readonly RowValues[]): Promise<void> {
@@ -188,7 +172,7 @@ export class SqliteStore implements ProxyStore {
       for (let i = 0; i < rows.length; i++) {
         insertRow(stmts, rows[i]!);
         if (i % 64 === 63 && performance.now() - sliceStart >= budget) {
-          await turn();
+          await nextTurn();
           sliceStart = performance.now();
         }
       }
@@ -202,23 +186,23 @@ export class SqliteStore implements ProxyStore {
   }
 
   async remove(id: string): Promise<boolean> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     return this.opened().stmts.remove.run(id).changes > 0;
   }
 
   async getSetting(key: string): Promise<unknown> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     const v = this.opened().stmts.getSetting.get(key);
     return v === undefined ? null : JSON.parse(v);
   }
 
   async putSetting(key: string, value: unknown): Promise<void> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     this.opened().stmts.putSetting.run(key, JSON.stringify(value) ?? 'null');
   }
 
   async close(): Promise<void> {
-    await this.#idle();
+    while (this.#bulk.running) await this.#bulk.running;
     if (this.state.kind !== 'open') return;
     const { db } = this.state;
     this.state = { kind: 'closed' };

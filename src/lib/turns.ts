@@ -1,0 +1,45 @@
+/**
+ * Long work split into slices, with the event loop's turn between them: what a bulk import does so that
+ * proxied calls are not held up behind it (BENCHMARKS.md, fifteenth session).
+ *
+ *   bulk write ──slice──▶ turn ──slice──▶ turn ──…──▶ done ──▶ the operations that waited run
+ *                           ▲ other work of the process runs here; the store's own operations wait on `running`
+ */
+
+/** Resolves in the check phase of the next turn of the event loop (after pending I/O callbacks). */
+export function nextTurn(): Promise<void> {
+  return new Promise<void>((r) => setImmediate(r));
+}
+
+/**
+ * One bulk write at a time, and a way for a store's other operations to wait until none is running: on
+ * a single SQLite connection they would otherwise run inside its open transaction; in the memory store
+ * they could slip between its check and its insert.
+ */
+export class BulkGate {
+  #running: Promise<void> | null = null;
+
+  /**
+   * The bulk write running now (settles when it ends), or null. Wait for it in a loop, with nothing
+   * awaited between the last check and the operation: `while (gate.running) await gate.running;`. A
+   * helper `async idle()` would not do: its own return is one more hop, in which a bulk write can begin.
+   */
+  get running(): Promise<void> | null {
+    return this.#running;
+  }
+
+  /** Runs `write` once every earlier bulk write has ended (claimed with nothing awaited after the check). */
+  async run<T>(write: () => Promise<T>): Promise<T> {
+    while (this.#running !== null) await this.#running;
+    let end = () => {};
+    this.#running = new Promise<void>((r) => {
+      end = r;
+    });
+    try {
+      return await write();
+    } finally {
+      this.#running = null;
+      end();
+    }
+  }
+}
