@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { BulkGate, nextTurn } from './turns.ts';
 
-test('bulk writes run one at a time, and an operation waiting on `running` comes after them', async () => {
+test('bulk writes run one at a time, and an operation in whenIdle() comes after them', async () => {
   const gate = new BulkGate();
   const log: string[] = [];
   const write = (name: string) =>
@@ -14,10 +14,7 @@ test('bulk writes run one at a time, and an operation waiting on `running` comes
   const a = write('a');
   const b = write('b');
   await nextTurn();
-  const waited = (async () => {
-    while (gate.running) await gate.running;
-    log.push('idle');
-  })();
+  const waited = gate.whenIdle(() => log.push('idle'));
   await Promise.all([a, b, waited]);
   assert.deepEqual(log.slice(0, 4), ['a start', 'a end', 'b start', 'b end']);
   assert.equal(log.at(-1), 'idle');
@@ -32,6 +29,6 @@ test('a failing bulk write rejects with its error and frees the gate', async () 
     }),
     /boom/,
   );
-  assert.equal(gate.running, null);
+  assert.equal(await gate.whenIdle(() => 'free'), 'free');
   assert.equal(await gate.run(async () => 42), 42);
 });

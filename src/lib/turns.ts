@@ -3,7 +3,7 @@
  * proxied calls are not held up behind it (BENCHMARKS.md, fifteenth session).
  *
  *   bulk write ──slice──▶ turn ──slice──▶ turn ──…──▶ done ──▶ the operations that waited run
- *                           ▲ other work of the process runs here; the store's own operations wait on `running`
+ *                           ▲ other work of the process runs here; the store's own operations wait in whenIdle()
  */
 
 /** Resolves in the check phase of the next turn of the event loop (after pending I/O callbacks). */
@@ -20,12 +20,13 @@ export class BulkGate {
   #running: Promise<void> | null = null;
 
   /**
-   * The bulk write running now (settles when it ends), or null. Wait for it in a loop, with nothing
-   * awaited between the last check and the operation: `while (gate.running) await gate.running;`. A
-   * helper `async idle()` would not do: its own return is one more hop, in which a bulk write can begin.
+   * Runs the synchronous `op` once no bulk write is running. The check and `op` follow each other with
+   * nothing awaited in between: a helper that only waited (`await gate.idle(); op()`) would leave its own
+   * return as one more hop, in which a bulk write can begin.
    */
-  get running(): Promise<void> | null {
-    return this.#running;
+  async whenIdle<T>(op: () => T): Promise<T> {
+    while (this.#running !== null) await this.#running;
+    return op();
   }
 
   /** Runs `write` once every earlier bulk write has ended (claimed with nothing awaited after the check). */

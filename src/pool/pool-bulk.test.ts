@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { ApiError } from '../http/errors.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { Pool } from './pool.ts';
+import type { ProxyRecord } from './types.ts';
 
 async function pool(): Promise<Pool> {
   const store = new MemoryStore();
@@ -49,4 +50,32 @@ test('a repeated line in one list is a duplicate, the first one is created', asy
   assert.equal(out[7]?.kind, 'created');
   assert.equal(out[1500]?.kind, 'duplicate');
   assert.equal(p.size, 1500);
+});
+
+test('a member removed while load() reads later pages leaves its identity free', async () => {
+  const first = await pool();
+  const [a, b] = (await first.addMany(list(2))).map((o) => (o.kind === 'created' ? o.entry.record : null));
+  assert.ok(a && b);
+  // A store that hands out its records a page at a time; between the pages, the test removes `a`.
+  let p: Pool | null = null;
+  class Paged extends MemoryStore {
+    override async *loadPages(): AsyncIterable<readonly ProxyRecord[]> {
+      yield [a as ProxyRecord];
+      await p?.remove((a as ProxyRecord).id);
+      yield [b as ProxyRecord];
+    }
+  }
+  const paged = new Paged();
+  await paged.open();
+  await paged.insertMany([a, b]);
+  p = new Pool(paged, () => Date.now());
+  await p.load();
+  assert.deepEqual(
+    p.all().map((e) => e.record.id),
+    [b.id],
+  );
+  // Were `a` still indexed, this would be refused as a duplicate.
+  const again = await p.add({ url: `http://${a.host}:${a.port}` });
+  assert.equal(again.url, `http://${a.host}:${a.port}`);
+  await assert.rejects(p.add({ url: `http://${b.host}:${b.port}` }), /already exists/);
 });

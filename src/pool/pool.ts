@@ -107,11 +107,10 @@ export class Pool {
    * Adds every valid, new input in ONE store transaction, then to the pool, telling listeners of each. An
    * input that repeats an earlier one or a member (or one being added) is a duplicate. All or nothing
    * against the store: when another writer took an identity meanwhile, nothing is added (409).
-   */
-  /**
-   * Validates, stores in one transaction, then adds to the pool; the event loop gets a turn every
-   * BULK_SLICE inputs (a list of 100,000 held it for over a second in each pass). An identity is
-   * reserved in `pending` as soon as it is checked, so a concurrent add of it is a duplicate.
+   *
+   * The event loop gets a turn every BULK_SLICE inputs (a list of 100,000 held it for over a second in
+   * each pass), so an identity is reserved in `pending` as soon as it is checked: a concurrent add of it
+   * is then a duplicate.
    */
   async addMany(inputs: readonly AddProxyInput[]): Promise<BulkOutcome[]> {
     const outcomes: (BulkOutcome | ProxyRecord)[] = [];

@@ -28,26 +28,25 @@ export class MemoryStore implements ProxyStore {
   }
 
   async *loadPages(): AsyncIterable<readonly ProxyRecord[]> {
-    while (this.#bulk.running) await this.#bulk.running;
-    if (this.records.size > 0) yield [...this.records.values()];
+    const all = await this.#bulk.whenIdle(() => [...this.records.values()]);
+    if (all.length > 0) yield all;
   }
 
-  async get(id: string): Promise<ProxyRecord | null> {
-    while (this.#bulk.running) await this.#bulk.running;
-    return this.records.get(id) ?? null;
+  get(id: string): Promise<ProxyRecord | null> {
+    return this.#bulk.whenIdle(() => this.records.get(id) ?? null);
   }
 
-  async count(): Promise<number> {
-    while (this.#bulk.running) await this.#bulk.running;
-    return this.records.size;
+  count(): Promise<number> {
+    return this.#bulk.whenIdle(() => this.records.size);
   }
 
-  async insert(record: ProxyRecord): Promise<void> {
-    while (this.#bulk.running) await this.#bulk.running;
-    const key = identityKey(record);
-    if (this.identities.has(key) || this.records.has(record.id)) throw new DuplicateProxyError();
-    this.identities.add(key);
-    this.records.set(record.id, structuredClone(record));
+  insert(record: ProxyRecord): Promise<void> {
+    return this.#bulk.whenIdle(() => {
+      const key = identityKey(record);
+      if (this.identities.has(key) || this.records.has(record.id)) throw new DuplicateProxyError();
+      this.identities.add(key);
+      this.records.set(record.id, structuredClone(record));
+    });
   }
 
   /**
@@ -88,13 +87,14 @@ export class MemoryStore implements ProxyStore {
     }
   }
 
-  async remove(id: string): Promise<boolean> {
-    while (this.#bulk.running) await this.#bulk.running;
-    const r = this.records.get(id);
-    if (!r) return false;
-    this.records.delete(id);
-    this.identities.delete(identityKey(r));
-    return true;
+  remove(id: string): Promise<boolean> {
+    return this.#bulk.whenIdle(() => {
+      const r = this.records.get(id);
+      if (!r) return false;
+      this.records.delete(id);
+      this.identities.delete(identityKey(r));
+      return true;
+    });
   }
 
   // Settings are kept as JSON text so that callers get a copy, exactly as from a database.

@@ -117,34 +117,34 @@ export class SqliteStore implements ProxyStore {
   async *loadPages(): AsyncIterable<readonly ProxyRecord[]> {
     let after = 0;
     for (;;) {
-      while (this.#bulk.running) await this.#bulk.running;
-      const { stmts, cipher } = this.opened();
       // all() of a raw statement: one array per row, no cursor left open across the yield.
-      const rows = stmts.page.all(after, BATCH);
+      const rows = await this.#bulk.whenIdle(() => this.opened().stmts.page.all(after, BATCH));
       const last = rows.at(-1);
       if (last === undefined) return;
+      const { cipher } = this.opened();
       yield rows.map((row) => recordFromPacked(row, cipher));
       if (rows.length < BATCH) return;
       after = last[1];
     }
   }
 
-  async get(id: string): Promise<ProxyRecord | null> {
-    while (this.#bulk.running) await this.#bulk.running;
-    const { stmts, cipher } = this.opened();
-    const row = stmts.get.get(id);
-    return row ? recordFromRow(row, cipher) : null;
+  get(id: string): Promise<ProxyRecord | null> {
+    return this.#bulk.whenIdle(() => {
+      const { stmts, cipher } = this.opened();
+      const row = stmts.get.get(id);
+      return row ? recordFromRow(row, cipher) : null;
+    });
   }
 
-  async count(): Promise<number> {
-    while (this.#bulk.running) await this.#bulk.running;
-    return this.opened().stmts.count.get() ?? 0;
+  count(): Promise<number> {
+    return this.#bulk.whenIdle(() => this.opened().stmts.count.get() ?? 0);
   }
 
-  async insert(r: ProxyRecord): Promise<void> {
-    while (this.#bulk.running) await this.#bulk.running;
-    const { stmts, cipher } = this.opened();
-    insertRow(stmts, sealedValues(r, cipher));
+  insert(r: ProxyRecord): Promise<void> {
+    return this.#bulk.whenIdle(() => {
+      const { stmts, cipher } = this.opened();
+      insertRow(stmts, sealedValues(r, cipher));
+    });
   }
 
   /**
@@ -185,30 +185,32 @@ export class SqliteStore implements ProxyStore {
     }
   }
 
-  async remove(id: string): Promise<boolean> {
-    while (this.#bulk.running) await this.#bulk.running;
-    return this.opened().stmts.remove.run(id).changes > 0;
+  remove(id: string): Promise<boolean> {
+    return this.#bulk.whenIdle(() => this.opened().stmts.remove.run(id).changes > 0);
   }
 
-  async getSetting(key: string): Promise<unknown> {
-    while (this.#bulk.running) await this.#bulk.running;
-    const v = this.opened().stmts.getSetting.get(key);
-    return v === undefined ? null : JSON.parse(v);
+  getSetting(key: string): Promise<unknown> {
+    return this.#bulk.whenIdle(() => {
+      const v = this.opened().stmts.getSetting.get(key);
+      return v === undefined ? null : (JSON.parse(v) as unknown);
+    });
   }
 
-  async putSetting(key: string, value: unknown): Promise<void> {
-    while (this.#bulk.running) await this.#bulk.running;
-    this.opened().stmts.putSetting.run(key, JSON.stringify(value) ?? 'null');
+  putSetting(key: string, value: unknown): Promise<void> {
+    return this.#bulk.whenIdle(() => {
+      this.opened().stmts.putSetting.run(key, JSON.stringify(value) ?? 'null');
+    });
   }
 
-  async close(): Promise<void> {
-    while (this.#bulk.running) await this.#bulk.running;
-    if (this.state.kind !== 'open') return;
-    const { db } = this.state;
-    this.state = { kind: 'closed' };
-    // Folds the WAL into the database file so that a copy of the .db file alone is complete.
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    db.close();
+  close(): Promise<void> {
+    return this.#bulk.whenIdle(() => {
+      if (this.state.kind !== 'open') return;
+      const { db } = this.state;
+      this.state = { kind: 'closed' };
+      // Folds the WAL into the database file so that a copy of the .db file alone is complete.
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      db.close();
+    });
   }
 
   private opened(): Extract<State, { kind: 'open' }> {
