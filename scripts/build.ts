@@ -3,6 +3,7 @@
  *
  *   src/**.ts ──esbuild (bundle, node, ESM, packages external, split)──▶ dist/main.js + dist/chunks/ (+ maps)
  *   node_modules/redoc/bundles/redoc.standalone.js ──copy──▶ dist/assets/ (served at /redoc)
+ *   node_modules/@fastify/swagger-ui/static/<the page's files> ──copy──▶ dist/assets/swagger-ui/ (at /docs)
  *
  * One bundled file parses and links faster than ~150 modules stripped of types at run time, and carries
  * no type-stripping cost. It is rebuilt only when a source is newer than it, so `npm start` after a
@@ -11,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -89,6 +90,7 @@ async function main(): Promise<void> {
   await mkdir(ASSETS, { recursive: true });
   const require = createRequire(join(ROOT, 'package.json'));
   await copyFile(require.resolve('redoc/bundles/redoc.standalone.js'), join(ASSETS, 'redoc.standalone.js'));
+  await copySwaggerUi(require);
   const chunks = await readdir(join(ROOT, 'dist', 'chunks'));
   let bytes = (await stat(OUT)).size;
   for (const c of chunks.filter((n) => n.endsWith('.js')))
@@ -96,6 +98,16 @@ async function main(): Promise<void> {
   process.stderr.write(
     `build: dist/main.js (${(bytes / 1024).toFixed(0)} KiB with its ${chunks.length / 2} chunks)\n`,
   );
+}
+
+/** Swagger UI's files, from the package a production install does not carry (src/http/swagger-ui.ts). */
+async function copySwaggerUi(require: NodeJS.Require): Promise<void> {
+  const { SWAGGER_UI_BUILT, SWAGGER_UI_FILES } = await import('../src/http/swagger-ui.ts');
+  const from = join(dirname(require.resolve('@fastify/swagger-ui')), 'static');
+  const to = join(ROOT, SWAGGER_UI_BUILT);
+  await rm(to, { recursive: true, force: true });
+  await mkdir(to, { recursive: true });
+  for (const name of Object.keys(SWAGGER_UI_FILES)) await copyFile(join(from, name), join(to, name));
 }
 
 /** The dashboard's bundle (web/ → web/dist), served by the same process: built when stale. */

@@ -11,7 +11,7 @@ import { API_KEY, AUTH_ENV, assertNoSecret, listRoutes } from './security-kit.ts
 
 const PUBLIC = new Set([
   '/docs',
-  '/docs/*',
+  '/docs/static/:file',
   '/docs/json',
   '/docs/yaml',
   '/docs/static/index.html',
@@ -31,7 +31,7 @@ const SOME_ID = '00000000-0000-4000-8000-000000000000';
 
 function concrete(path: string): string {
   // The docs wildcard is the static asset folder of the Swagger UI.
-  if (path === '/docs/*') return '/docs/static/swagger-ui.css';
+  if (path === '/docs/static/:file') return '/docs/static/swagger-ui.css';
   return path.replace(/:proxy_id/g, SOME_ID);
 }
 

@@ -123,7 +123,7 @@ const query = fc.dictionary(
 );
 
 function pathOf(route: RouteInfo, param: string): string {
-  if (route.path === '/docs/*') return `/docs/static/${encodeURIComponent(param)}`;
+  if (route.path === '/docs/static/:file') return `/docs/static/${encodeURIComponent(param)}`;
   return route.path.replace(/:proxy_id/g, encodeURIComponent(param).slice(0, 180));
 }
 

@@ -1,14 +1,14 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { projectRoot } from '../lib/root.ts';
 import { VERSION } from '../version.ts';
 import { type DocsOptions, polishDocument } from './openapi-polish.ts';
 import { DOCS_CSP } from './security-headers.ts';
+import { registerSwaggerUi, swaggerUiFolder } from './swagger-ui.ts';
 
 export { BODY_OPTIONAL, type DocsOptions, operationIdFor, polishDocument } from './openapi-polish.ts';
 
@@ -61,29 +61,17 @@ export async function registerDocs(app: FastifyInstance, opts: DocsOptions): Pro
     transformObject: (d) => polishDocument('openapiObject' in d ? d.openapiObject : d.swaggerObject, opts),
   });
 
-  await app.register(swaggerUi, {
-    routePrefix: '/docs',
-    validatorUrl: false,
-    uiConfig: { deepLinking: true, displayOperationId: true },
-    staticCSP: false,
-    uiHooks: {
-      onRequest: (_req, reply, done) => {
-        reply.header('content-security-policy', DOCS_CSP);
-        done();
-      },
-    },
-  });
-
+  const swaggerUiFiles = swaggerUiFolder();
+  registerSwaggerUi(app, swaggerUiFiles);
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-  registerRedoc(app);
+  registerRedoc(app, join(swaggerUiFiles, 'favicon-32x32.png'));
 }
 
-function registerRedoc(app: FastifyInstance): void {
+function registerRedoc(app: FastifyInstance, faviconPath: string): void {
   // The production build copies the one file served from the redoc package into dist/assets, so that a
   // production install need not carry the package (React, mobx, core-js: ~60 MB) to serve it.
   const built = join(projectRoot(), 'dist', 'assets', 'redoc.standalone.js');
   const redocPath = existsSync(built) ? built : require.resolve('redoc/bundles/redoc.standalone.js');
-  const faviconPath = join(dirname(require.resolve('@fastify/swagger-ui')), 'static', 'favicon-32x32.png');
   let redocJs: string | null = null;
   let favicon: Buffer | null = null;
 
