@@ -17,7 +17,7 @@
 #   1. Builds the Dockerfile (--format docker, so that HEALTHCHECK is kept) with NODE_IMAGE pointing at
 #      the base; the machine's npm CA file, if any, goes in as the build secret npm_ca.
 #   2. Checks the image: runs as node (1000), /app root-owned and not writable, /data owned by node;
-#      PID 1 has re-executed itself with Rota's heap flags.
+#      PID 1 runs with Rota's heap flags (the CMD gives them).
 #   3. Runs it on a named volume and a free loopback port: health 200, HEALTHCHECK passes, /docs and
 #      /redoc 200; adds a proxy with a password, stops with SIGTERM (prompt, exit 0), starts a new
 #      container on the same volume and finds the proxy again; the password is in no response or log.
@@ -350,9 +350,9 @@ check "HEALTHCHECK command run by hand" 0 "$(podman exec -e "HC=$hc" "$PREFIX-1"
   const t = JSON.parse(process.env.HC);
   const r = require("node:child_process").spawnSync(t[1], t.slice(2), { stdio: "ignore" });
   console.log(t[0] === "CMD" ? r.status : "not CMD: " + t[0]);')"
-# CMD is plain `node dist/main.js`: Rota re-executes itself with its heap flags (src/lib/node-flags.ts),
-# staying PID 1 so that SIGTERM still reaches it.
-check "PID 1 runs with Rota's heap flags" "/usr/local/bin/node --max-semi-space-size=16 --expose-gc --heap-growing-percent=50 /app/dist/main.js" \
+# The CMD gives Rota's heap flags (src/lib/node-flags.ts), so PID 1 is node itself, started with them:
+# no re-exec, and SIGTERM reaches it.
+check "PID 1 runs with Rota's heap flags" "node --max-semi-space-size=16 --expose-gc --heap-growing-percent=50 dist/main.js" \
   "$(podman exec "$PREFIX-1" sh -c 'tr "\0" " " </proc/1/cmdline | sed "s/ $//"')"
 check "GET /docs" 200 "$(http_code "http://127.0.0.1:$port/docs")"
 check "GET /redoc" 200 "$(http_code "http://127.0.0.1:$port/redoc")"

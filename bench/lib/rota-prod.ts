@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePorts, type Proc, sleep, startProcess } from './proc.ts';
-import { benchEnv, ROOT, type Rota, scrape, sumMetric } from './rota.ts';
+import { benchEnv, ROOT, type Rota, START_FLAGS, scrape, sumMetric } from './rota.ts';
 
 /**
- * Rota as `npm start` runs it once built: `node dist/main.js` (package.json "start"; it re-executes
- * itself with its Node flags, src/lib/node-flags.ts), spawned directly (no scripts/with-node.sh, no build check, so the
+ * Rota as `npm start` runs it once built: `node <its flags> dist/main.js` (package.json "start", which
+ * src/lib/node-flags.test.ts keeps equal to NODE_FLAGS), spawned directly (no scripts/with-node.sh, no build check, so the
  * time to ready is Rota's own), with the set-up of the other workloads (production mode, auth off,
  * loopback targets allowed, generous limits) and both listeners on free ports, as `npm start` has them.
  */
@@ -15,10 +15,12 @@ export interface ProdOptions {
   readonly name: string;
   readonly workDir: string;
   /**
-   * 'own': no flags, Rota gives itself its own (as `npm start`, the re-exec counted in the start-up
-   * time). A list: exactly these flags (ROTA_NODE_FLAGS=off), for the variants that compare them.
+   * 'own': Rota's own flags on the command line, as `npm start` and the container pass them. 'reexec':
+   * none, so Rota re-executes itself with them (as `node dist/main.js` by hand; the re-exec counted in
+   * the start-up time). A list: exactly these flags (ROTA_NODE_FLAGS=off), for the variants that compare
+   * them.
    */
-  readonly flags: readonly string[] | 'own';
+  readonly flags: readonly string[] | 'own' | 'reexec';
   /** dist/main.js (default), or src/main.ts for the sources as the other workloads run them. */
   readonly script?: string;
   readonly env?: Readonly<Record<string, string>>;
@@ -29,14 +31,14 @@ export async function startRotaProd(o: ProdOptions): Promise<Rota> {
   const env = benchEnv(port, {
     ROTA_PROXY_PORT: String(proxyPort),
     ROTA_SOCKS_PORT: String(socksPort),
-    ...(o.flags === 'own' ? {} : { ROTA_NODE_FLAGS: 'off' }),
+    ...(typeof o.flags === 'string' ? {} : { ROTA_NODE_FLAGS: 'off' }),
     ...o.env,
   });
   const t0 = performance.now();
   const proc = startProcess(
     `rota-${o.name}`,
     process.execPath,
-    [...(o.flags === 'own' ? [] : o.flags), o.script ?? 'dist/main.js'],
+    [...nodeArgs(o.flags), o.script ?? 'dist/main.js'],
     {
       cwd: ROOT,
       env,
@@ -59,6 +61,11 @@ export async function startRotaProd(o: ProdOptions): Promise<Rota> {
     await sleep(5);
   }
   return { base, proc, readyMs: performance.now() - t0, stop: () => proc.stop() };
+}
+
+function nodeArgs(flags: ProdOptions['flags']): readonly string[] {
+  if (flags === 'own') return START_FLAGS;
+  return flags === 'reexec' ? [] : flags;
 }
 
 /** An empty Node process (`node -e 'setInterval(()=>{},1e9)'`): what any Node program starts from. */

@@ -44,6 +44,8 @@ export interface MemoryFigures {
   readonly prod: Outcome<Starts>;
   /** The same starts with ROTA_COMPILE_CACHE=off: every module compiled from source, as a first start. */
   readonly coldCache: Outcome<Starts>;
+  /** `node dist/main.js` with no flags: Rota re-executes itself with them (one more Node boot). */
+  readonly reexec: Outcome<Starts>;
   readonly noFlag: Outcome<Idle>;
   /** npm start's flags plus --enable-source-maps (what readable stack traces cost). */
   readonly sourceMaps: Outcome<Idle>;
@@ -90,13 +92,19 @@ async function once(
  * STARTS fresh starts, each measured at rest; the machine must be quiet first (up to 2 min), and the
  * notes say when other programs took a noticeable share of the CPU during the series.
  */
-async function starts(ctx: Ctx, name: string, env: Record<string, string>, notes: string[]): Promise<Starts> {
+async function starts(
+  ctx: Ctx,
+  name: string,
+  env: Record<string, string>,
+  notes: string[],
+  flags: 'own' | 'reexec' = 'own',
+): Promise<Starts> {
   const readyMs: number[] = [];
   const idles: Idle[] = [];
   await waitForQuiet(ctx.quick ? 0 : 120, ctx.log);
   const watch = new ForeignCpuWatch(ourTree);
   for (let i = 0; i < STARTS; i++) {
-    const rota = await startRotaProd({ name, workDir: ctx.workDir, flags: 'own', env });
+    const rota = await startRotaProd({ name, workDir: ctx.workDir, flags, env });
     try {
       readyMs.push(rota.readyMs);
       idles.push(await idleOf(rota));
@@ -141,6 +149,9 @@ export async function measureMemory(ctx: Ctx, notes: string[]): Promise<MemoryFi
   const coldCache = await attempt(ctx, 'start-up, no compile cache', () =>
     starts(ctx, 'lean-nocache', { ROTA_COMPILE_CACHE: 'off' }, notes),
   );
+  const reexec = await attempt(ctx, 'start-up, re-exec', () =>
+    starts(ctx, 'lean-reexec', {}, notes, 'reexec'),
+  );
   const noFlag = await attempt(ctx, 'no flag', () => once(ctx, 'lean-noflag', []));
   const sourceMaps = await attempt(ctx, 'source maps', () =>
     once(ctx, 'lean-maps', [...START_FLAGS, '--enable-source-maps']),
@@ -160,5 +171,5 @@ export async function measureMemory(ctx: Ctx, notes: string[]): Promise<MemoryFi
     buildCheckMs: await timed(process.execPath, ['scripts/build.ts']),
     bareNodeMs: await timed(process.execPath, ['-e', '0']),
   }));
-  return { bare: bareIdle, prod, coldCache, noFlag, sourceMaps, source, sqliteEmpty, sqliteFull, wrapper };
+  return { bare: bareIdle, prod, coldCache, reexec, noFlag, sourceMaps, source, sqliteEmpty, sqliteFull, wrapper };
 }

@@ -59,6 +59,7 @@ export async function runLean(ctx: Ctx, earlier: readonly WorkloadOutput[] = [])
       bare: failed,
       prod: failed,
       coldCache: failed,
+      reexec: failed,
       noFlag: failed,
       sourceMaps: failed,
       source: failed,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -101,4 +101,16 @@ test('a real process re-executes itself in place: same pid, the flags in effect,
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('npm start and the container pass exactly these flags, so that neither re-executes', () => {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const started = /exec node ((?:--\S+ )*)dist\/main\.js/.exec(pkg.scripts.start);
+  assert.ok(started, `package.json start runs dist/main.js: ${pkg.scripts.start}`);
+  assert.deepEqual(started[1]?.trim().split(' '), [...NODE_FLAGS]);
+  const cmd = /^CMD (\[.*\])$/m.exec(readFileSync(join(root, 'Dockerfile'), 'utf8'));
+  assert.ok(cmd, 'the Dockerfile has a CMD in exec form');
+  assert.deepEqual(JSON.parse(cmd[1] ?? '[]'), ['node', ...NODE_FLAGS, 'dist/main.js']);
+  assert.deepEqual(missingFlags([...NODE_FLAGS], undefined), [], 'given so, none is missing');
 });

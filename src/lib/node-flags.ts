@@ -10,11 +10,13 @@
  *   node <flags> dist/main.js ──flags present──▶ start the server
  *
  * Why a re-exec: the young generation's cap is read once, when V8 sets up the heap, so it cannot be
- * changed from inside a running process (v8.setFlagsFromString comes too late for it). Written into
+ * changed from inside a running process (v8.setFlagsFromString comes too late for it). Written only into
  * package.json's start script and the Dockerfile's CMD, the flags were lost by anyone running
  * `node dist/main.js` by hand or from a process manager, and the heap trimmer (lib/heap-trim.ts, which
- * needs --expose-gc) then stopped silently. The values were chosen by measurement (BENCHMARKS.md,
- * workload 11: idle RSS, peak RSS and throughput for each).
+ * needs --expose-gc) then stopped silently. Those two still pass them (node-flags.test.ts keeps them
+ * equal to NODE_FLAGS), so `npm start` and the container skip the re-exec, a second Node boot (15-55 ms
+ * of start-up by the machine's speed); anything else gets them by the re-exec. The values were chosen by
+ * measurement (BENCHMARKS.md, workload 11: idle RSS, peak RSS and throughput for each).
  *
  * An operator's own value for one of these flags (on the command line or in NODE_OPTIONS) wins; the
  * others are still added. ROTA_NODE_FLAGS=off leaves the process exactly as it was started. A process
