@@ -6,7 +6,7 @@
  *   node_modules/@fastify/swagger-ui/static/<the page's files> ──copy──▶ dist/assets/swagger-ui/ (at /docs)
  *
  * One bundled file parses and links faster than ~150 modules stripped of types at run time, and carries
- * no type-stripping cost. It is rebuilt only when a source is newer than it, so `npm start` after a
+ * no type-stripping cost; the packages of BUNDLED go in with it. It is rebuilt only when a source is newer than it, so `npm start` after a
  * change always runs what is in src/, and otherwise starts at once.
  */
 import { readFileSync } from 'node:fs';
@@ -18,7 +18,36 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'dist', 'main.js');
 const ASSETS = join(ROOT, 'dist', 'assets');
-const BUNDLED = new Set(['typebox']);
+/*
+ * Packages bundled into dist/ (with what they import) rather than loaded from node_modules at run time:
+ * one file parsed instead of ~400 found, read and compiled one by one (start-up 347 → 283 ms median in an
+ * interleaved A/B, idle RSS 86.7 → 78.3 MB; BENCHMARKS.md, sixteenth session). Each was checked for what
+ * a bundle breaks (__dirname, require.resolve, files read beside the code): @fastify/swagger reads its own
+ * package.json by __dirname inside a try (unused: Rota sets the document's info), pino's worker paths
+ * serve transports only (Rota logs to a destination). Left out: native or lazily loaded drivers
+ * (better-sqlite3, pg, ioredis), the CLI's packages, and undici, which src/upstream/agent.ts loads by
+ * path with createRequire (bundling the rest of it would make two copies).
+ */
+const BUNDLED = new Set([
+  'typebox',
+  'fastify',
+  '@fastify/cors',
+  '@fastify/error',
+  '@fastify/fast-json-stringify-compiler',
+  '@fastify/rate-limit',
+  '@fastify/swagger',
+  'ajv',
+  'ajv-formats',
+  'find-my-way',
+  'ipaddr.js',
+  'pino',
+  'prom-client',
+  'secure-json-parse',
+  'socks',
+]);
+/** Bundled CommonJS calls require() for Node's own modules: an ES module has none, so each file makes one. */
+const REQUIRE_BANNER =
+  "import { createRequire as __rotaCreateRequire } from 'node:module'; const require = __rotaCreateRequire(import.meta.url);";
 
 async function newest(dir: string): Promise<number> {
   let latest = 0;
@@ -80,11 +109,12 @@ async function main(): Promise<void> {
     platform: 'node',
     format: 'esm',
     target: 'node22',
-    // Packages stay in node_modules, but for TypeBox: bundled, its builders are tree-shaken to the few
-    // Rota calls, instead of ~300 ES modules loaded (3.3 MB of heap measured, and their start-up time).
+    // Packages stay in node_modules but for BUNDLED; TypeBox's builders, bundled, are tree-shaken to the
+    // few Rota calls, instead of ~300 ES modules loaded (3.3 MB of heap measured, and their start-up time).
     external: externals(),
     sourcemap: true,
     legalComments: 'none',
+    banner: { js: REQUIRE_BANNER },
     logLevel: 'warning',
   });
   await mkdir(ASSETS, { recursive: true });

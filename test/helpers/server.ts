@@ -43,7 +43,9 @@ export async function freePort(): Promise<number> {
 
 /**
  * Starts the real server (`node src/main.ts`, or the production build with `script: 'dist/main.js'`)
- * and resolves once `/api/v1/ready` answers 200. ROTA_* variables of the calling environment are not
+ * and resolves once `/api/v1/ready` answers 200. TEST_SERVER_SCRIPT=dist/main.js runs every test that
+ * starts one against the build instead (the build bundles most packages: a check that none of them
+ * broke in the bundle). ROTA_* variables of the calling environment are not
  * passed on, so a test sees only the config it gives.
  */
 export async function startServer(
@@ -52,7 +54,7 @@ export async function startServer(
 ): Promise<RunningServer> {
   for (let attempt = 1; ; attempt++) {
     const port = env.ROTA_PORT === undefined ? await freePort() : Number(env.ROTA_PORT);
-    const server = spawnServer(port, env, opts.script ?? 'src/main.ts');
+    const server = spawnServer(port, env, opts.script ?? process.env.TEST_SERVER_SCRIPT ?? 'src/main.ts');
     try {
       await waitReady(server);
       return server;
