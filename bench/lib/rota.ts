@@ -59,16 +59,16 @@ export function benchEnv(port: number, extra: Readonly<Record<string, string>> =
 }
 
 /**
- * Starts Rota the way `npm start` does (`bash scripts/with-node.sh node dist/main.js`, the production
- * build, which bench/run.ts makes once before the workloads; with-node execs node and Rota re-executes
- * itself with its Node flags, so the pid is Rota's own) in production mode: memory store unless ROTA_STORAGE_PATH is given,
+ * Starts Rota the way `npm start` does (`bash scripts/with-node.sh node <its flags> dist/main.js`, the
+ * production build, which bench/run.ts makes once before the workloads; with-node execs node, so the
+ * pid is Rota's own) in production mode: memory store unless ROTA_STORAGE_PATH is given,
  * auth off, loopback targets allowed (ROTA_SSRF_ALLOW), every rate limit generous.
  */
 export async function startRota(o: RotaOptions): Promise<Rota> {
   const port = await freePort();
   const env = benchEnv(port, o.env);
   const t0 = performance.now();
-  const args = ['scripts/with-node.sh', 'node', ...(o.nodeFlags ?? []), 'dist/main.js'];
+  const args = ['scripts/with-node.sh', 'node', ...START_FLAGS, ...(o.nodeFlags ?? []), 'dist/main.js'];
   const proc = startProcess(
     `rota-${o.name}`,
     'bash',
