@@ -14,6 +14,7 @@ import { copyFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Plugin } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'dist', 'main.js');
@@ -48,6 +49,24 @@ const BUNDLED = new Set([
 /** Bundled CommonJS calls require() for Node's own modules: an ES module has none, so each file makes one. */
 const REQUIRE_BANNER =
   "import { createRequire as __rotaCreateRequire } from 'node:module'; const require = __rotaCreateRequire(import.meta.url);";
+
+/*
+ * fastify/lib/server.js requires node:http2 as it loads, for its `http2` option, which Rota never sets:
+ * Node's HTTP/2 modules cost ~17 ms of every start (require('node:http2') after node:http in a fresh
+ * process, this machine). In the bundle, fastify gets an object that loads the module on first use.
+ * production-build.test.ts checks that a started Rota has not loaded it.
+ */
+const LAZY_HTTP2 =
+  "let real; module.exports = new Proxy({}, { get: (_t, key) => (real ??= require('node:http2'))[key] });";
+const lazyHttp2: Plugin = {
+  name: 'lazy-http2',
+  setup(b) {
+    b.onResolve({ filter: /^(node:)?http2$/ }, (a) =>
+      a.importer.includes('/node_modules/fastify/') ? { path: 'http2', namespace: 'rota-lazy' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'rota-lazy' }, () => ({ contents: LAZY_HTTP2, loader: 'js' }));
+  },
+};
 
 async function newest(dir: string): Promise<number> {
   let latest = 0;
@@ -115,6 +134,7 @@ async function main(): Promise<void> {
     sourcemap: true,
     legalComments: 'none',
     banner: { js: REQUIRE_BANNER },
+    plugins: [lazyHttp2],
     logLevel: 'warning',
   });
   await mkdir(ASSETS, { recursive: true });

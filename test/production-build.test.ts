@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -81,6 +81,23 @@ test('dist/main.js: API, request, docs and the HTTP listener; compile cache writ
   const again = await startServer(env, { script: 'dist/main.js' });
   const exit = await again.stop('SIGTERM');
   assert.equal(exit.code, 0, again.output());
+});
+
+test('a started Rota has not loaded what it never uses (node:http2: the build hands fastify a lazy one)', async () => {
+  const list = join(dir, 'builtins.txt');
+  const hook = join(dir, 'builtins.cjs');
+  writeFileSync(
+    hook,
+    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(list)}, process.moduleLoadList.join('\\n')));\n`,
+  );
+  const server = await startServer({ NODE_OPTIONS: `--require ${hook}` }, { script: 'dist/main.js' });
+  const docs = await fetch(`${server.url}/docs/json`);
+  assert.equal(docs.status, 200);
+  const exit = await server.stop('SIGTERM');
+  assert.equal(exit.code, 0, server.output());
+  const loaded = readFileSync(list, 'utf8').split('\n');
+  assert.ok(loaded.includes('NativeModule http'), 'the list is of this process');
+  assert.ok(!loaded.includes('NativeModule http2'), 'node:http2 is not loaded');
 });
 
 test('a compile-cache folder other users can write is not used: one line, and Rota starts anyway', async () => {

@@ -8,7 +8,7 @@ import { lookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { SsrfGuard } from '../ssrf/guard.ts';
-import { Agent } from '../upstream/agent.ts';
+import { type Agent, newAgent } from '../upstream/agent.ts';
 
 export interface FetchLimits {
   readonly maxBytes: number;
@@ -42,7 +42,7 @@ function guardedLookup(ssrf: SsrfGuard): LookupFunction {
 
 /** One connection pool for every source; no keep-alive between fetches minutes apart. */
 export function sourceAgent(ssrf: SsrfGuard, connectTimeoutMs: number): Agent {
-  return new Agent({
+  return newAgent({
     connect: { lookup: guardedLookup(ssrf), timeout: connectTimeoutMs },
     pipelining: 0,
     maxResponseSize: -1,

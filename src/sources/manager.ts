@@ -80,13 +80,13 @@ function failure(error: string): Outcome {
 
 export class SourceManager {
   private readonly d: SourceManagerDeps;
-  private readonly agent: Agent;
+  /** Made on the first fetch: a Rota with no source never loads the HTTP client for it. */
+  private agent: Agent | null = null;
   private running: Running[] = [];
   private stopped = false;
 
   constructor(deps: SourceManagerDeps) {
     this.d = deps;
-    this.agent = sourceAgent(deps.ssrf, deps.connectTimeoutMs);
   }
 
   /** Reads the stored list; call start() to begin fetching. */
@@ -119,7 +119,7 @@ export class SourceManager {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.halt();
-    await this.agent.close();
+    await this.agent?.close();
   }
 
   private make(config: SourceConfig): Running {
@@ -178,6 +178,7 @@ export class SourceManager {
   private async refresh(r: Running): Promise<Outcome> {
     const { config, controller } = r;
     const signal = controller.signal;
+    this.agent ??= sourceAgent(this.d.ssrf, this.d.connectTimeoutMs);
     const fetched = await fetchList(config.url, this.d.ssrf, this.agent, {
       maxBytes: this.d.maxBytes,
       timeoutMs: this.d.timeoutMs,

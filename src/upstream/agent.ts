@@ -12,7 +12,23 @@ import type { Agent as AgentClass, Pool as PoolClass } from 'undici';
  * that send a request through every proxy kind would fail at once if they did.
  */
 const require = createRequire(import.meta.url);
-export const Agent: typeof AgentClass = require('undici/lib/dispatcher/agent.js');
 export type Agent = AgentClass;
-export const Pool: typeof PoolClass = require('undici/lib/dispatcher/pool.js');
 export type Pool = PoolClass;
+
+/*
+ * Loaded on the first Agent or Pool made, not with this module: undici's client brings node:http2 with it
+ * (its HTTP/2 client reads the module's constants as it loads), ~25 ms of start-up together, and a process
+ * with no proxy used yet (a start with an empty pool, the workers' primary) needs neither.
+ */
+let agentClass: typeof AgentClass | undefined;
+let poolClass: typeof PoolClass | undefined;
+
+export function newAgent(options: AgentClass.Options): Agent {
+  agentClass ??= require('undici/lib/dispatcher/agent.js') as typeof AgentClass;
+  return new agentClass(options);
+}
+
+export function newPool(origin: string, options: PoolClass.Options): Pool {
+  poolClass ??= require('undici/lib/dispatcher/pool.js') as typeof PoolClass;
+  return new poolClass(origin, options);
+}

@@ -2,7 +2,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
-import { Agent, Pool } from './agent.ts';
+import { type Agent, newAgent, newPool, type Pool } from './agent.ts';
 import { classifyTargetTlsError, dialTimeout } from './classify.ts';
 import type { DirectReads } from './direct-reads.ts';
 import { UpstreamError, type UpstreamTlsOptions } from './types.ts';
@@ -278,10 +278,10 @@ function poolOptions(connect: buildConnector.connector, opts: DialerOptions) {
 }
 
 export function makeAgent(connect: buildConnector.connector, opts: DialerOptions): Agent {
-  return new Agent(poolOptions(connect, opts));
+  return newAgent(poolOptions(connect, opts));
 }
 
 /** The same settings for one origin: an http:// proxy's pool of absolute-URI connections. */
 export function makePool(origin: string, connect: buildConnector.connector, opts: DialerOptions): Pool {
-  return new Pool(origin, poolOptions(connect, opts));
+  return newPool(origin, poolOptions(connect, opts));
 }
