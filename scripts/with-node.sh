@@ -49,9 +49,13 @@ if [ ! -f "$stamp_file" ] || [ "$(cat "$stamp_file")" != "$stamp_want" ]; then
   # npm 11/12 can reject with `npm ci` a lock file it has just written when an optional dependency of
   # another platform is not on the registry (npm/cli#9846: "Missing: @biomejs/cli-android-arm64@ from
   # lock file"). Then `npm install`, which honours the same lock file, is the fallback.
-  if [ ! -f package-lock.json ] || ! npm ci --no-audit --no-fund >&2; then
+  # --include=dev whatever NODE_ENV says: this checkout builds dist/ from src/ (esbuild) and runs its own
+  # tests, and a `NODE_ENV=production npm start` (the benchmark starts Rota so) used to install without
+  # them, leaving the build to run a stale dist/. A production image installs with --omit=dev itself
+  # (Dockerfile).
+  if [ ! -f package-lock.json ] || ! npm ci --include=dev --no-audit --no-fund >&2; then
     echo "with-node: npm ci refused the lock file; falling back to npm install" >&2
-    npm install --no-audit --no-fund >&2
+    npm install --include=dev --no-audit --no-fund >&2
   fi
   stamp_want="$(node --version)-$(lock_sum)"
   echo "$stamp_want" >"$stamp_file"

@@ -24,6 +24,8 @@ export interface RotaOptions {
   readonly readyTimeoutMs?: number;
   /** Extra Node flags, e.g. --cpu-prof when profiling a workload by hand. */
   readonly nodeFlags?: readonly string[];
+  /** Another build to start instead of dist/main.js (an A/B against an earlier build by hand). */
+  readonly script?: string;
   /** Raise the open-file limit to this (`ulimit -n` before exec; the pid stays Rota's). */
   readonly nofile?: number;
 }
@@ -68,7 +70,7 @@ export async function startRota(o: RotaOptions): Promise<Rota> {
   const port = await freePort();
   const env = benchEnv(port, o.env);
   const t0 = performance.now();
-  const args = ['scripts/with-node.sh', 'node', ...START_FLAGS, ...(o.nodeFlags ?? []), 'dist/main.js'];
+  const args = ['scripts/with-node.sh', 'node', ...START_FLAGS, ...(o.nodeFlags ?? []), o.script ?? 'dist/main.js'];
   const proc = startProcess(
     `rota-${o.name}`,
     'bash',
