@@ -70,7 +70,13 @@ export async function startRota(o: RotaOptions): Promise<Rota> {
   const port = await freePort();
   const env = benchEnv(port, o.env);
   const t0 = performance.now();
-  const args = ['scripts/with-node.sh', 'node', ...START_FLAGS, ...(o.nodeFlags ?? []), o.script ?? 'dist/main.js'];
+  const args = [
+    'scripts/with-node.sh',
+    'node',
+    ...START_FLAGS,
+    ...(o.nodeFlags ?? []),
+    o.script ?? 'dist/main.js',
+  ];
   const proc = startProcess(
     `rota-${o.name}`,
     'bash',

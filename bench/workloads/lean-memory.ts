@@ -171,5 +171,16 @@ export async function measureMemory(ctx: Ctx, notes: string[]): Promise<MemoryFi
     buildCheckMs: await timed(process.execPath, ['scripts/build.ts']),
     bareNodeMs: await timed(process.execPath, ['-e', '0']),
   }));
-  return { bare: bareIdle, prod, coldCache, reexec, noFlag, sourceMaps, source, sqliteEmpty, sqliteFull, wrapper };
+  return {
+    bare: bareIdle,
+    prod,
+    coldCache,
+    reexec,
+    noFlag,
+    sourceMaps,
+    source,
+    sqliteEmpty,
+    sqliteFull,
+    wrapper,
+  };
 }

@@ -12,7 +12,7 @@
  * idle for ROTA_TUNNEL_IDLE_TIMEOUT_S. A client that leaves aborts the upstream request at once.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CLIENT_GONE } from '../lib/abort.ts';
+import { CallerGone, type CallerSignal, CLIENT_GONE } from '../lib/abort.ts';
 import { refusal } from './answers.ts';
 import { admit, endToEnd, type HttpDoorDeps, writeRefusal } from './http-door.ts';
 import { absoluteTarget } from './target.ts';
@@ -25,13 +25,13 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
 }
 
-/** Fires when the client leaves before its answer is complete. */
-function clientGone(res: ServerResponse): AbortSignal {
-  const ac = new AbortController();
+/** Fires when the client leaves before its answer is complete (lib/abort.ts: why not an AbortController). */
+function clientGone(res: ServerResponse): CallerSignal {
+  const gone = new CallerGone();
   res.once('close', () => {
-    if (!res.writableFinished) ac.abort(CLIENT_GONE);
+    if (!res.writableFinished) gone.abort(CLIENT_GONE);
   });
-  return ac.signal;
+  return gone;
 }
 
 export async function handleAbsolute(

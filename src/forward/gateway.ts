@@ -1,6 +1,7 @@
 import type { Duplex, Readable } from 'node:stream';
 import { banHost } from '../bans/judge.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
+import type { CallerSignal } from '../lib/abort.ts';
 import type { CallResult, Executor } from '../outbound/executor.ts';
 import type { Selector } from '../outbound/selector.ts';
 import type { Work } from '../outbound/work.ts';
@@ -84,7 +85,7 @@ export class ForwardGateway {
   tunnel(
     target: TunnelTarget,
     params: ProxyParams,
-    signal: AbortSignal,
+    signal: CallerSignal,
     origin: URL,
   ): Promise<Outcome<Duplex>> {
     return this.#guarded(origin, params, () =>
@@ -92,7 +93,11 @@ export class ForwardGateway {
     );
   }
 
-  request(r: ForwardedRequest, params: ProxyParams, signal: AbortSignal): Promise<Outcome<StreamedResponse>> {
+  request(
+    r: ForwardedRequest,
+    params: ProxyParams,
+    signal: CallerSignal,
+  ): Promise<Outcome<StreamedResponse>> {
     return this.#guarded(r.origin, params, () => {
       const hasBody = r.body !== null;
       const req = { ...r, idleTimeoutMs: this.#d.idleTimeoutMs };
@@ -100,7 +105,7 @@ export class ForwardGateway {
     });
   }
 
-  #run<R>(work: Work<R>, params: ProxyParams, signal: AbortSignal, host: string): Promise<Outcome<R>> {
+  #run<R>(work: Work<R>, params: ProxyParams, signal: CallerSignal, host: string): Promise<Outcome<R>> {
     const call = this.#d.executor.execute<R>({
       work,
       timeoutS: this.#d.settings.get().timeout,

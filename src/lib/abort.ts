@@ -11,6 +11,71 @@
 export const CLIENT_GONE: Error = Object.freeze(new Error('the client closed the connection'));
 export const ATTEMPT_RELEASED: Error = Object.freeze(new Error('the call no longer needs this attempt'));
 
+/**
+ * What the engine asks of a caller's signal (executor, attempts, dials): an AbortSignal has all of it, and
+ * so has CallerGone, the doors' lighter one.
+ */
+export interface CallerSignal {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/**
+ * A caller's signal without EventTarget: a flag, a reason and a short list of listeners, each called once
+ * when it aborts (a listener added after that is not called, as for an AbortSignal).
+ *
+ * Why: a door makes one per request or tunnel, and an AbortController with its signal, an EventTarget
+ * whose listeners are kept in a map of lists, and whose add/removeEventListener go through option
+ * parsing, was with its garbage ~7% of the CPU of an absolute-URI GET through the listener (interleaved
+ * A/B, BENCHMARKS.md sixteenth session). Nothing on these paths needs an event object or a real
+ * AbortSignal; the dials that hand one to a library make their own (upstream/dial.ts DialBudget).
+ */
+export class CallerGone implements CallerSignal {
+  aborted = false;
+  reason: unknown = undefined;
+  #listeners: Array<() => void> | null = null;
+
+  /** Every listener is called at most once (there is one abort): `once` changes nothing. */
+  addEventListener(_type: 'abort', listener: () => void, _options?: { once?: boolean }): void {
+    if (this.aborted) return;
+    if (this.#listeners === null) this.#listeners = [listener];
+    else this.#listeners.push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const list = this.#listeners;
+    const i = list === null ? -1 : list.indexOf(listener);
+    if (i !== -1) list?.splice(i, 1);
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    const list = this.#listeners;
+    this.#listeners = null;
+    if (list !== null) for (const listener of list) listener();
+  }
+}
+
+/** Resolves true after `ms`, or false as soon as `signal` aborts (at once when it already has). */
+export function delay(ms: number, signal?: CallerSignal): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 interface Closing {
   once(event: 'close', listener: () => void): unknown;
   off(event: 'close', listener: () => void): unknown;
@@ -18,7 +83,7 @@ interface Closing {
 
 /** A signal that aborts when its socket closes, until released. */
 export interface CloseWatch {
-  readonly signal: AbortSignal;
+  readonly signal: CallerSignal;
   /** The socket's closing no longer concerns the caller: the listener goes, the signal never aborts. */
   release(): void;
 }
@@ -30,8 +95,8 @@ export interface CloseWatch {
  * --cpu-prof of the CONNECT path.
  */
 export function closeSignal(emitter: Closing): CloseWatch {
-  const ac = new AbortController();
-  const onClose = () => ac.abort(CLIENT_GONE);
+  const gone = new CallerGone();
+  const onClose = () => gone.abort(CLIENT_GONE);
   emitter.once('close', onClose);
-  return { signal: ac.signal, release: () => emitter.off('close', onClose) };
+  return { signal: gone, release: () => emitter.off('close', onClose) };
 }

@@ -1,5 +1,6 @@
 import type { TargetAnswer } from '../bans/detect.ts';
 import type { Permit } from '../breaker/types.ts';
+import type { CallerSignal } from '../lib/abort.ts';
 import type { AttemptRecord } from '../metrics/calls.ts';
 import { recordAttempt, recordBanned } from '../pool/health.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
@@ -40,7 +41,7 @@ export interface AttemptInput<R> {
   /** The target's host, for bans; undefined when there is none to judge. */
   readonly host: string | undefined;
   readonly deadline: number;
-  readonly signal?: AbortSignal | undefined;
+  readonly signal?: CallerSignal | undefined;
   readonly onResponseStart?: (() => void) | undefined;
   readonly retryStatusCodes: readonly number[];
   /** The call's records: this attempt's is appended when it ends. */

@@ -1,5 +1,6 @@
 import type { TargetAnswer } from '../bans/detect.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
+import type { CallerSignal } from '../lib/abort.ts';
 import type { AttemptRecord, CallRecord } from '../metrics/calls.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import type { UpstreamError } from '../upstream/types.ts';
@@ -23,7 +24,7 @@ export interface CallInput<R> {
   onlyCountry?: string | undefined;
   /** The target's host (bans/banHost): cool-downs of that host apply, and answers are judged for bans. */
   host?: string | undefined;
-  signal?: AbortSignal;
+  signal?: CallerSignal;
 }
 
 export interface CallResult<R> {

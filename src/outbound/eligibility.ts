@@ -1,5 +1,6 @@
 import type { CooldownTable } from '../bans/cooldowns.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
+import type { CallerSignal } from '../lib/abort.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import type { SelectionRequest } from '../rotation/types.ts';
 
@@ -84,7 +85,7 @@ export class SlotWaiters {
   }
 
   /** True when woken, false at `ms` or when `signal` fires. */
-  wait(ms: number, signal?: AbortSignal): Promise<boolean> {
+  wait(ms: number, signal?: CallerSignal): Promise<boolean> {
     if (ms <= 0 || signal?.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
       const done = (woken: boolean) => {

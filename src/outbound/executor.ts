@@ -1,7 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Permit } from '../breaker/types.ts';
 import { ApiError } from '../http/errors.ts';
-import { ATTEMPT_RELEASED } from '../lib/abort.ts';
+import { ATTEMPT_RELEASED, type CallerSignal, delay } from '../lib/abort.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { type AttemptResult, runAttempt, type Settled } from './attempt.ts';
 import {
@@ -176,7 +175,7 @@ export class Executor {
       delayMs: this.d.hedgeDelayMs,
     };
     const hedgeAt = hedgeTime(hedge, entry, n, slice, now);
-    const attempt = (signal: AbortSignal | undefined, onResponseStart: (() => void) | undefined) =>
+    const attempt = (signal: CallerSignal | undefined, onResponseStart: (() => void) | undefined) =>
       runAttempt(this.d, {
         entry,
         permit,
@@ -264,15 +263,8 @@ export class Executor {
     const ms = backoffSeconds(c.policy, nextAttempt, this.d.random) * 1000;
     // A wait that reaches the deadline leaves no time to ask again: the caller is better served now.
     if (ms >= c.deadline - this.d.monotonic()) return false;
-    if (ms > 0) {
-      try {
-        const signal = c.input.signal;
-        await sleep(ms, undefined, signal ? { signal } : undefined);
-      } catch {
-        return false; // the caller went away during the wait
-      }
-    }
-    return true;
+    // False: the caller went away during the wait.
+    return ms > 0 ? delay(ms, c.input.signal) : true;
   }
 
   /** 503 PROXY_POOL_EMPTY; with a country filter, about that country's proxies only. */

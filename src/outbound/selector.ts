@@ -2,6 +2,7 @@ import type { CooldownTable } from '../bans/cooldowns.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { StrategyName } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
+import type { CallerSignal } from '../lib/abort.ts';
 import type { Pool, ProxyEntry } from '../pool/pool.ts';
 import { createStrategy } from '../rotation/index.ts';
 import { SessionTable } from '../rotation/sessions.ts';
@@ -82,7 +83,7 @@ export class Selector {
   }
 
   /** Waits for an attempt to end (a slot may be free): true when one did, false at `ms` or on abort. */
-  waitForSlot(ms: number, signal?: AbortSignal): Promise<boolean> {
+  waitForSlot(ms: number, signal?: CallerSignal): Promise<boolean> {
     return this.slots.wait(ms, signal);
   }
 

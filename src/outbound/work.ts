@@ -1,4 +1,5 @@
 import type { TargetAnswer } from '../bans/detect.ts';
+import type { CallerSignal } from '../lib/abort.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 
 /**
@@ -19,7 +20,7 @@ export interface AttemptRun {
   readonly entry: ProxyEntry;
   /** Monotonic ms by which the answer (its head, for a stream; the connection, for a tunnel) is due. */
   readonly deadline: number;
-  readonly signal?: AbortSignal | undefined;
+  readonly signal?: CallerSignal | undefined;
   /** Told when the target's answer starts: an answer already arriving is not hedged. */
   readonly onResponseStart?: (() => void) | undefined;
 }

@@ -2,6 +2,7 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
+import type { CallerSignal } from '../lib/abort.ts';
 import { type Agent, newAgent, newPool, type Pool } from './agent.ts';
 import { classifyTargetTlsError, dialTimeout } from './classify.ts';
 import type { DirectReads } from './direct-reads.ts';
@@ -58,7 +59,7 @@ export interface DialLimits {
   /** Monotonic ms by which the dial must be done; past it the dial fails with `timeout`. */
   readonly deadline: number;
   /** The caller leaving (or the attempt being released): the dial fails with `aborted`. */
-  readonly signal?: AbortSignal | undefined;
+  readonly signal?: CallerSignal | undefined;
 }
 
 /** When a dial's budget runs out, and with which error (made only then: an Error captures its stack). */
@@ -101,7 +102,7 @@ export function callerLeft(): UpstreamError {
 export class DialBudget {
   readonly signal: AbortSignal;
   readonly #timer: NodeJS.Timeout;
-  readonly #parent: AbortSignal | undefined;
+  readonly #parent: CallerSignal | undefined;
   readonly #onParent: (() => void) | undefined;
 
   constructor(ms: number | null, limits?: DialLimits) {

@@ -186,7 +186,8 @@ export function send(dispatcher: ProxyDispatcher, req: UpstreamRequest): Promise
   }
   return new Promise<UpstreamResponse>((resolve, reject) => {
     const onAbort = () => attempt.fail(callerAbort(attempt.phase));
-    const timer = setTimeout(() => attempt.fail(deadlineError(attempt.phase)), remaining);
+    // Whole milliseconds, as in stream.ts: one Node timer list for them all.
+    const timer = setTimeout(() => attempt.fail(deadlineError(attempt.phase)), Math.ceil(remaining));
     const done = () => {
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);

@@ -8,9 +8,11 @@
  * as the answer's head is in, and the body flows on with backpressure both ways. The deadline covers
  * the head only; a body that stalls for `idleTimeoutMs` is cut.
  */
+
 import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import type { CallerSignal } from '../lib/abort.ts';
 import { type AttemptPhase, classifySendError } from './classify.ts';
 import type { ProxyDispatcher } from './proxy-dispatcher.ts';
 import { ResponseBody } from './response-body.ts';
@@ -32,7 +34,7 @@ export interface StreamedRequest {
   readonly deadline: number;
   /** A body silent for this long (either way) is cut. */
   readonly idleTimeoutMs: number;
-  readonly signal?: AbortSignal | undefined;
+  readonly signal?: CallerSignal | undefined;
   readonly onResponseStart?: (() => void) | undefined;
 }
 
@@ -179,7 +181,9 @@ export function stream(dispatcher: ProxyDispatcher, req: StreamedRequest): Promi
       attempt.fail(
         new UpstreamError('aborted', 'the caller left', { mayHaveReachedTarget: attempt.phase !== 'queued' }),
       );
-    const timer = setTimeout(() => attempt.fail(deadlineError(attempt.phase)), remaining);
+    // Whole milliseconds: Node keeps one list of timers per distinct duration, so a fractional one made a
+    // list (and a priority-queue entry) per request.
+    const timer = setTimeout(() => attempt.fail(deadlineError(attempt.phase)), Math.ceil(remaining));
     const done = () => {
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);

@@ -1,3 +1,5 @@
+import type { CallerSignal } from '../lib/abort.ts';
+
 /**
  * Why an attempt through a proxy failed. `proxy_fault` kinds count against the proxy (breaker, health);
  * the others do not (DECISIONS "Proxies": only proxy faults count).
@@ -67,7 +69,7 @@ export interface UpstreamRequest {
   /** Absolute deadline (performance.now() ms). */
   readonly deadline: number;
   readonly maxResponseBytes: number;
-  readonly signal?: AbortSignal;
+  readonly signal?: CallerSignal;
   /** Called when the target's answer starts (status and headers are in). */
   readonly onResponseStart?: () => void;
 }

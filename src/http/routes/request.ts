@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { banHost } from '../../bans/judge.ts';
-import { CLIENT_GONE } from '../../lib/abort.ts';
+import { CallerGone, type CallerSignal, CLIENT_GONE } from '../../lib/abort.ts';
 import { poolEmptyError } from '../../outbound/call-error.ts';
 import { bufferedWork } from '../../outbound/works.ts';
 import { proxyView } from '../../pool/view.ts';
@@ -74,13 +74,13 @@ function decodeBody(b: ProxiedRequestBodyT): Buffer | null {
  * lives for one request: a listener on the socket would pile up on a keep-alive connection, one per
  * request, each holding its controller until the connection closes.
  */
-function abortOnClientGone(reply: FastifyReply): AbortSignal {
-  const ac = new AbortController();
+function abortOnClientGone(reply: FastifyReply): CallerSignal {
+  const gone = new CallerGone();
   const res = reply.raw;
   res.once('close', () => {
-    if (!res.writableFinished) ac.abort(CLIENT_GONE);
+    if (!res.writableFinished) gone.abort(CLIENT_GONE);
   });
-  return ac.signal;
+  return gone;
 }
 
 export function requestRoutes(services: Services): FastifyPluginAsync {
