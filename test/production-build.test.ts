@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
-import { viaProxy } from './forward-kit.ts';
+import { connectVia, getOverTunnel, socks5, viaProxy } from './forward-kit.ts';
 import { freePort, startServer } from './helpers/server.ts';
 
 /*
@@ -98,6 +98,51 @@ test('a started Rota has not loaded what it never uses (node:http2: the build ha
   const loaded = readFileSync(list, 'utf8').split('\n');
   assert.ok(loaded.includes('NativeModule http'), 'the list is of this process');
   assert.ok(!loaded.includes('NativeModule http2'), 'node:http2 is not loaded');
+});
+
+test('dist/main.js with SQLite: a CONNECT tunnel, SOCKS5, a Swagger UI file, a restart that keeps the pool', async () => {
+  // The bundle carries Fastify, pino, prom-client, socks and ipaddr.js; SQLite and undici load from
+  // node_modules into chunks of their own: each door and store once through the build.
+  const [proxyPort, socksPort] = [await freePort(), await freePort()];
+  const env = {
+    ROTA_SSRF_ALLOW: '127.0.0.0/8',
+    ROTA_STORAGE_PATH: join(dir, 'rota.db'),
+    ROTA_PROXY_PORT: String(proxyPort),
+    ROTA_SOCKS_PORT: String(socksPort),
+  };
+  const host = new URL(target.url('/json').href).host;
+  const server = await startServer(env, { script: 'dist/main.js' });
+  try {
+    const add = await fetch(`${server.url}/api/v1/proxies`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `http://127.0.0.1:${upstream.port}` }),
+    });
+    assert.equal(add.status, 201, await add.text());
+    const tunnel = await connectVia(proxyPort, host);
+    assert.equal(tunnel.status, 200, tunnel.head);
+    assert.match(await getOverTunnel(tunnel.socket, host, '/json'), /^HTTP\/1\.1 200/);
+    const port = Number(host.split(':')[1]);
+    const viaSocks = await socks5(socksPort, { host: '127.0.0.1', port });
+    assert.equal(viaSocks.reply, 0, 'SOCKS5 CONNECT granted');
+    assert.match(await getOverTunnel(viaSocks.socket, host, '/json'), /^HTTP\/1\.1 200/);
+    const css = await fetch(`${server.url}/docs/static/swagger-ui.css`);
+    assert.equal(css.status, 200);
+    assert.ok((await css.text()).length > 1000, 'the copied Swagger UI file is served');
+  } finally {
+    const exit = await server.stop('SIGTERM');
+    assert.equal(exit.code, 0, server.output());
+  }
+  const again = await startServer(env, { script: 'dist/main.js' });
+  try {
+    const list = (await (await fetch(`${again.url}/api/v1/proxies`)).json()) as {
+      data: { items: unknown[] };
+    };
+    assert.equal(list.data.items.length, 1, 'the proxy was kept in SQLite');
+  } finally {
+    const exit = await again.stop('SIGTERM');
+    assert.equal(exit.code, 0, again.output());
+  }
 });
 
 test('a compile-cache folder other users can write is not used: one line, and Rota starts anyway', async () => {
