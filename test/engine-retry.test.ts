@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { CallerGone, CLIENT_GONE } from '../src/lib/abort.ts';
+import type { Work } from '../src/outbound/work.ts';
 import { addProxy, engineApp, getProxy, proxied, proxiedOk, putPolicy } from './engine-kit.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { listen } from './fixtures/server.ts';
@@ -62,6 +64,30 @@ describe('backoff', () => {
       busy.closeAllConnections();
       await new Promise((r) => busy.close(r));
     }
+  });
+
+  test('the caller leaving during the pause ends it: the answer in hand comes back, no further attempt', async () => {
+    for (const p of live) await addProxy(t, `http://127.0.0.1:${p.port}`);
+    await putPolicy(t, FIXED(10));
+    let runs = 0;
+    const busy: Work<{ status: number }> = {
+      method: 'GET',
+      replay: 'by-method',
+      run: async () => {
+        runs++;
+        return { status: 503 };
+      },
+      answer: (r) => ({ status: r.status, headers: {}, body: null }),
+      discard: () => {},
+    };
+    const gone = new CallerGone();
+    setTimeout(() => gone.abort(CLIENT_GONE), 100);
+    const [result, ms] = await timed(() =>
+      t.services.executor.execute({ work: busy, timeoutS: 30, host: undefined, signal: gone }),
+    );
+    assert.equal(result.response.status, 503);
+    assert.equal(runs, 1, 'no attempt after the caller left');
+    assert.ok(ms < 2_000, `the 10 s pause ended when the caller left: ${ms} ms`);
   });
 
   test('the answer kept from an earlier proxy still counts every proxy the call went through', async () => {

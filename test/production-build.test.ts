@@ -34,6 +34,16 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** The fixture proxy as the pool's one member. */
+async function addUpstream(server: { readonly url: string }): Promise<void> {
+  const add = await fetch(`${server.url}/api/v1/proxies`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `http://127.0.0.1:${upstream.port}` }),
+  });
+  assert.equal(add.status, 201, await add.text());
+}
+
 /** Files under a folder, at any depth. */
 function filesUnder(path: string): number {
   return readdirSync(path, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
@@ -49,12 +59,7 @@ test('dist/main.js: API, request, docs and the HTTP listener; compile cache writ
   };
   const server = await startServer(env, { script: 'dist/main.js' });
   try {
-    const add = await fetch(`${server.url}/api/v1/proxies`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ url: `http://127.0.0.1:${upstream.port}` }),
-    });
-    assert.equal(add.status, 201, await add.text());
+    await addUpstream(server);
     const call = await fetch(`${server.url}/api/v1/request`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -101,8 +106,9 @@ test('a started Rota has not loaded what it never uses (node:http2: the build ha
 });
 
 test('dist/main.js with SQLite: a CONNECT tunnel, SOCKS5, a Swagger UI file, a restart that keeps the pool', async () => {
-  // The bundle carries Fastify, pino, prom-client, socks and ipaddr.js; SQLite and undici load from
-  // node_modules into chunks of their own: each door and store once through the build.
+  // The bundle carries Fastify, pino, prom-client, socks and ipaddr.js; the SQLite store is a chunk of its
+  // own over better-sqlite3, and undici loads from node_modules on first use: each door and store once
+  // through the build.
   const [proxyPort, socksPort] = [await freePort(), await freePort()];
   const env = {
     ROTA_SSRF_ALLOW: '127.0.0.0/8',
@@ -113,12 +119,7 @@ test('dist/main.js with SQLite: a CONNECT tunnel, SOCKS5, a Swagger UI file, a r
   const host = new URL(target.url('/json').href).host;
   const server = await startServer(env, { script: 'dist/main.js' });
   try {
-    const add = await fetch(`${server.url}/api/v1/proxies`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ url: `http://127.0.0.1:${upstream.port}` }),
-    });
-    assert.equal(add.status, 201, await add.text());
+    await addUpstream(server);
     const tunnel = await connectVia(proxyPort, host);
     assert.equal(tunnel.status, 200, tunnel.head);
     assert.match(await getOverTunnel(tunnel.socket, host, '/json'), /^HTTP\/1\.1 200/);

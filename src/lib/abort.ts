@@ -46,8 +46,9 @@ export class CallerGone implements CallerSignal {
 
   removeEventListener(_type: 'abort', listener: () => void): void {
     const list = this.#listeners;
-    const i = list === null ? -1 : list.indexOf(listener);
-    if (i !== -1) list?.splice(i, 1);
+    if (list === null) return;
+    const i = list.indexOf(listener);
+    if (i !== -1) list.splice(i, 1);
   }
 
   abort(reason: unknown): void {
