@@ -6,8 +6,9 @@
  *   node_modules/@fastify/swagger-ui/static/<the page's files> ──copy──▶ dist/assets/swagger-ui/ (at /docs)
  *
  * One bundled file parses and links faster than ~150 modules stripped of types at run time, and carries
- * no type-stripping cost; the packages of BUNDLED go in with it. It is rebuilt only when a source is newer than it, so `npm start` after a
- * change always runs what is in src/, and otherwise starts at once.
+ * no type-stripping cost; the packages of BUNDLED go in with it. It is rebuilt only when a source (or
+ * package.json, or this script) is newer than it, so `npm start` after a change always runs what is in
+ * src/, and otherwise starts at once.
  */
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
@@ -98,7 +99,12 @@ function externals(): string[] {
 }
 
 async function main(): Promise<void> {
-  const sources = Math.max(await newest(join(ROOT, 'src')), (await stat(join(ROOT, 'package.json'))).mtimeMs);
+  // This script too: its BUNDLED list and its options shape dist/ as much as the sources do.
+  const sources = Math.max(
+    await newest(join(ROOT, 'src')),
+    (await stat(join(ROOT, 'package.json'))).mtimeMs,
+    (await stat(fileURLToPath(import.meta.url))).mtimeMs,
+  );
   if ((await builtAt()) > sources && !process.argv.includes('--force')) return;
   let esbuild: typeof import('esbuild');
   try {

@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -144,6 +154,26 @@ test('dist/main.js with SQLite: a CONNECT tunnel, SOCKS5, a Swagger UI file, a r
     const exit = await again.stop('SIGTERM');
     assert.equal(exit.code, 0, again.output());
   }
+});
+
+test('a newer scripts/build.ts makes dist/ stale: the next build rebuilds, the one after finds it up to date', () => {
+  const build = () => spawnSync(process.execPath, ['scripts/build.ts'], { cwd: ROOT, encoding: 'utf8' });
+  const newestSource = readdirSync(join(ROOT, 'src'), { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts'))
+    .map((e) => statSync(join(e.parentPath, e.name)).mtimeMs)
+    .concat(statSync(join(ROOT, 'package.json')).mtimeMs)
+    .reduce((a, b) => Math.max(a, b), 0);
+  // dist/ newer than every source, the script newer still: only the script can make it stale.
+  const at = (ms: number) => new Date(ms);
+  utimesSync(join(ROOT, 'dist', 'main.js'), at(newestSource + 1_000), at(newestSource + 1_000));
+  const script = join(ROOT, 'scripts', 'build.ts');
+  utimesSync(script, at(newestSource + 2_000), at(newestSource + 2_000));
+  const rebuilt = build();
+  assert.equal(rebuilt.status, 0, rebuilt.stderr);
+  assert.match(rebuilt.stderr, /build: dist\/main\.js/, 'rebuilt');
+  const again = build();
+  assert.equal(again.status, 0, again.stderr);
+  assert.doesNotMatch(again.stderr, /build: dist\/main\.js/, 'up to date');
 });
 
 test('a compile-cache folder other users can write is not used: one line, and Rota starts anyway', async () => {
