@@ -4,6 +4,8 @@ import fc from 'fast-check';
 import { CooldownTable } from './cooldowns.ts';
 import { banSignal, retryAfterSeconds } from './detect.ts';
 
+/** A clock at 0 ms, for signals whose Retry-After is not a date. */
+const atEpoch = () => 0;
 const terms = (retryAfterS: number | null = null) => ({ cooldownS: 300, maxCooldownS: 3600, retryAfterS });
 
 describe('cool-down table', () => {
@@ -72,6 +74,19 @@ describe('cool-down table', () => {
 });
 
 describe('ban signals', () => {
+  it('reads the clock only for a ban (an answer that is none costs no clock read)', () => {
+    let reads = 0;
+    const clock = () => {
+      reads++;
+      return 0;
+    };
+    // `policy` and `answer` are declared below: this test runs after the describe body has.
+    assert.equal(banSignal(policy, answer(200), clock), undefined);
+    assert.equal(reads, 0);
+    assert.ok(banSignal(policy, answer(403), clock));
+    assert.equal(reads, 1);
+  });
+
   const policy = {
     enabled: true,
     status_codes: [403, 429],
@@ -86,12 +101,12 @@ describe('ban signals', () => {
   });
 
   it('by status, by a case-insensitive pattern in the first 64 KiB only, never when disabled', () => {
-    assert.ok(banSignal(policy, answer(403), 0));
-    assert.equal(banSignal(policy, answer(404), 0), undefined);
-    assert.ok(banSignal(policy, answer(200, 'please solve the CAPTCHA'), 0));
-    assert.equal(banSignal(policy, answer(200, `${'x'.repeat(64 * 1024)}captcha`), 0), undefined);
-    assert.equal(banSignal({ ...policy, enabled: false }, answer(403), 0), undefined);
-    assert.equal(banSignal(policy, { status: 200, headers: {}, body: null }, 0), undefined);
+    assert.ok(banSignal(policy, answer(403), atEpoch));
+    assert.equal(banSignal(policy, answer(404), atEpoch), undefined);
+    assert.ok(banSignal(policy, answer(200, 'please solve the CAPTCHA'), atEpoch));
+    assert.equal(banSignal(policy, answer(200, `${'x'.repeat(64 * 1024)}captcha`), atEpoch), undefined);
+    assert.equal(banSignal({ ...policy, enabled: false }, answer(403), atEpoch), undefined);
+    assert.equal(banSignal(policy, { status: 200, headers: {}, body: null }, atEpoch), undefined);
   });
 
   it('reads Retry-After as seconds or an HTTP date', () => {
@@ -99,6 +114,8 @@ describe('ban signals', () => {
     assert.equal(retryAfterSeconds(new Date(90_000).toUTCString(), 0), 90);
     assert.equal(retryAfterSeconds('soon', 0), null);
     assert.equal(retryAfterSeconds(undefined, 0), null);
-    assert.deepEqual(banSignal(policy, answer(429, '', { 'retry-after': '30' }), 0), { retryAfterS: 30 });
+    assert.deepEqual(banSignal(policy, answer(429, '', { 'retry-after': '30' }), atEpoch), {
+      retryAfterS: 30,
+    });
   });
 });

@@ -13,17 +13,18 @@ export interface TargetAnswer {
 /**
  * Is this answer a ban of the proxy's address? A listed status, or a body whose first 64 KiB contain a
  * pattern (plain substrings, case-insensitive). Returns the site's Retry-After in seconds when it sent
- * one, or null for "a ban, no Retry-After"; undefined when it is not a ban.
+ * one, or null for "a ban, no Retry-After"; undefined when it is not a ban. `now` is read only for a
+ * ban (an HTTP-date Retry-After): most answers are not one, and a clock read is not free per request.
  */
 export function banSignal(
   policy: BanPolicy,
   a: TargetAnswer,
-  now: number,
+  now: () => number,
 ): { retryAfterS: number | null } | undefined {
   if (!policy.enabled) return undefined;
   const byStatus = policy.status_codes.includes(a.status);
   if (!byStatus && !matchesPattern(policy.body_patterns, a.body)) return undefined;
-  return { retryAfterS: retryAfterSeconds(a.headers['retry-after'], now) };
+  return { retryAfterS: retryAfterSeconds(a.headers['retry-after'], now()) };
 }
 
 function matchesPattern(patterns: readonly string[], body: Buffer | null): boolean {

@@ -19,6 +19,7 @@ export class BanJudge {
   readonly #policy: BanPolicyHolder;
   readonly #table: CooldownTable;
   readonly #onBan: (e: BanEvent) => void;
+  readonly #now = (): number => this.#table.now();
 
   constructor(policy: BanPolicyHolder, table: CooldownTable, onBan: (e: BanEvent) => void) {
     this.#policy = policy;
@@ -29,7 +30,7 @@ export class BanJudge {
   /** True when `answer` is a ban of `proxyId` by `host` (and the pair is now cooling down). */
   judge(proxyId: string, host: string, answer: TargetAnswer): boolean {
     const policy = this.#policy.get();
-    const signal = banSignal(policy, answer, this.#table.now());
+    const signal = banSignal(policy, answer, this.#now);
     if (signal === undefined) return false;
     const c = this.#table.ban(proxyId, host, {
       cooldownS: policy.cooldown_s,

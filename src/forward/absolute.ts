@@ -14,6 +14,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CallerGone, type CallerSignal, CLIENT_GONE } from '../lib/abort.ts';
 import { refusal } from './answers.ts';
+import type { ForwardedRequest } from './gateway.ts';
 import { admit, endToEnd, type HttpDoorDeps, writeRefusal } from './http-door.ts';
 import { absoluteTarget } from './target.ts';
 
@@ -56,18 +57,18 @@ export async function handleAbsolute(
     writeRefusal(res, door.refusal);
     return;
   }
-  const body = hasBody(req) ? req : null;
   let up = 0;
-  const forwarded = {
+  const forwarded: ForwardedRequest = {
     origin: target.origin,
     path: target.path,
     method: req.method ?? 'GET',
     // Host follows the target URL; Expect is answered by Node's server itself (100-continue).
     headers: endToEnd(req.headers, ['host', 'expect']),
-    body,
+    body: hasBody(req) ? req : null,
     onBodyBytes: (n: number) => {
       up += n;
     },
+    idleTimeoutMs: d.idle.idleMs,
   };
   const out = await d.gateway.request(forwarded, door.params, clientGone(res));
   if (!out.ok) {

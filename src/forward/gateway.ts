@@ -1,4 +1,4 @@
-import type { Duplex, Readable } from 'node:stream';
+import type { Duplex } from 'node:stream';
 import { banHost } from '../bans/judge.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import type { CallerSignal } from '../lib/abort.ts';
@@ -8,7 +8,7 @@ import type { Work } from '../outbound/work.ts';
 import { streamedWork, tunnelWork } from '../outbound/works.ts';
 import type { SsrfGuard, SsrfVerdict } from '../ssrf/guard.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
-import type { StreamedResponse } from '../upstream/stream.ts';
+import type { StreamedRequest, StreamedResponse } from '../upstream/stream.ts';
 import type { TunnelTarget } from '../upstream/tunnel.ts';
 import { type Refusal, refusal, refusalOf } from './answers.ts';
 import type { ProxyParams } from './params.ts';
@@ -29,19 +29,10 @@ export interface GatewayDeps {
   readonly dispatchers: DispatcherCache;
   readonly ssrf: SsrfGuard;
   readonly settings: RuntimeSettings;
-  readonly idleTimeoutMs: number;
 }
 
-export interface ForwardedRequest {
-  /** The target's origin, parsed (forward/target.ts); read only. */
-  readonly origin: URL;
-  /** Path and query as the client sent them. */
-  readonly path: string;
-  readonly method: string;
-  readonly headers: Record<string, string | string[]>;
-  readonly body: Readable | null;
-  readonly onBodyBytes?: (n: number) => void;
-}
+/** The target's origin is the one the door parsed (forward/target.ts), read only. */
+export type ForwardedRequest = StreamedRequest;
 
 function succeeded<R>(r: CallResult<R>): Outcome<R> {
   return { ok: true, value: r.response, proxyId: r.proxy.record.id };
@@ -98,11 +89,9 @@ export class ForwardGateway {
     params: ProxyParams,
     signal: CallerSignal,
   ): Promise<Outcome<StreamedResponse>> {
-    return this.#guarded(r.origin, params, () => {
-      const hasBody = r.body !== null;
-      const req = { ...r, idleTimeoutMs: this.#d.idleTimeoutMs };
-      return this.#run(streamedWork(this.#d.dispatchers, req, hasBody), params, signal, banHost(r.origin));
-    });
+    return this.#guarded(r.origin, params, () =>
+      this.#run(streamedWork(this.#d.dispatchers, r), params, signal, banHost(r.origin)),
+    );
   }
 
   #run<R>(work: Work<R>, params: ProxyParams, signal: CallerSignal, host: string): Promise<Outcome<R>> {

@@ -61,7 +61,6 @@ export class Listeners {
     this.#services = services;
     const { config } = services;
     this.metrics = new ForwardMetrics(services.registry);
-    const idleTimeoutMs = config.tunnelIdleTimeoutS * 1000;
     const auth = new ListenerAuth({
       requireAuth: config.requireAuth,
       apiKey: config.apiKey,
@@ -75,9 +74,8 @@ export class Listeners {
       dispatchers: services.dispatchers,
       ssrf: services.ssrf,
       settings: services.settings,
-      idleTimeoutMs,
     });
-    const idle = new IdleSweeper(idleTimeoutMs);
+    const idle = new IdleSweeper(config.tunnelIdleTimeoutS * 1000);
     this.#deps = { gateway, auth, metrics: this.metrics, idle, sockets: this.#sockets };
   }
 

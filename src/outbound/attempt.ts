@@ -48,30 +48,55 @@ export interface AttemptInput<R> {
   readonly attempts: AttemptRecord[];
 }
 
-export async function runAttempt<R>(d: AttemptDeps, a: AttemptInput<R>): Promise<Settled<R>> {
+/**
+ * Runs the attempt; never rejects. Written with then() rather than as an async function: an attempt is
+ * on every call's path, and the async frame and its extra turn were measurable there (BENCHMARKS.md).
+ */
+export function runAttempt<R>(d: AttemptDeps, a: AttemptInput<R>): Promise<Settled<R>> {
   const t0 = d.monotonic();
   d.selector.inFlight(a.entry, 1);
-  let result: AttemptResult<R>;
+  let running: Promise<R>;
   try {
-    const response = await a.work.run(a);
-    const answer = a.work.answer(response);
-    const banned =
-      answer !== null && a.host !== undefined && d.bans?.judge(a.entry.record.id, a.host, answer) === true;
-    const retryable = answer !== null && a.retryStatusCodes.includes(answer.status);
-    result = { type: 'response', response, retryable, banned };
+    running = a.work.run(a);
   } catch (err) {
-    const error =
-      err instanceof UpstreamError
-        ? err
-        : new UpstreamError('proxy_protocol', 'unexpected upstream failure', {
-            mayHaveReachedTarget: true,
-            cause: err,
-          });
-    result = { type: 'error', error };
-  } finally {
-    d.selector.inFlight(a.entry, -1);
+    running = Promise.reject(err);
   }
-  return { result, recordAt: settle(d, a, result, d.monotonic() - t0) };
+  const end = (result: AttemptResult<R>): Settled<R> => {
+    d.selector.inFlight(a.entry, -1);
+    return { result, recordAt: settle(d, a, result, d.monotonic() - t0) };
+  };
+  return running.then(
+    (response) => {
+      let result: AttemptResult<R>;
+      try {
+        result = answered(d, a, response);
+      } catch (err) {
+        result = failed(err);
+      }
+      return end(result);
+    },
+    (err: unknown) => end(failed(err)),
+  );
+}
+
+/** What the target's answer says: the retry policy's statuses, and bans. */
+function answered<R>(d: AttemptDeps, a: AttemptInput<R>, response: R): AttemptResult<R> {
+  const answer = a.work.answer(response);
+  const banned =
+    answer !== null && a.host !== undefined && d.bans?.judge(a.entry.record.id, a.host, answer) === true;
+  const retryable = answer !== null && a.retryStatusCodes.includes(answer.status);
+  return { type: 'response', response, retryable, banned };
+}
+
+function failed(err: unknown): AttemptResult<never> {
+  const error =
+    err instanceof UpstreamError
+      ? err
+      : new UpstreamError('proxy_protocol', 'unexpected upstream failure', {
+          mayHaveReachedTarget: true,
+          cause: err,
+        });
+  return { type: 'error', error };
 }
 
 function outcomeOf<R>(r: AttemptResult<R>, proxyFault: boolean): AttemptRecord['outcome'] {

@@ -45,7 +45,8 @@ export class Executor {
     this.d = deps;
   }
 
-  async execute<R>(input: CallInput<R>): Promise<CallResult<R>> {
+  /** then() rather than an async function: one frame and one turn less on every call (attempt.ts). */
+  execute<R>(input: CallInput<R>): Promise<CallResult<R>> {
     const started = this.d.monotonic();
     const policy = this.d.retry.get();
     const budgetMs = Math.min(input.timeoutS, policy.timeout ?? Number.POSITIVE_INFINITY) * 1000;
@@ -58,16 +59,18 @@ export class Executor {
       replayable: replayable(input.work as Work<unknown>, policy),
       winner: null,
     };
-    try {
-      const result = await this.loop(c);
-      reportCall(this.d, c, { ok: true, latencyMs: this.d.monotonic() - started, attempts: c.attempts });
-      return result;
-    } catch (err) {
-      const code = err instanceof ApiError ? err.code : 'INTERNAL_ERROR';
-      const latencyMs = this.d.monotonic() - started;
-      reportCall(this.d, c, { ok: false, latencyMs, attempts: c.attempts, errorCode: code });
-      throw err;
-    }
+    return this.loop(c).then(
+      (result) => {
+        reportCall(this.d, c, { ok: true, latencyMs: this.d.monotonic() - started, attempts: c.attempts });
+        return result;
+      },
+      (err: unknown) => {
+        const code = err instanceof ApiError ? err.code : 'INTERNAL_ERROR';
+        const latencyMs = this.d.monotonic() - started;
+        reportCall(this.d, c, { ok: false, latencyMs, attempts: c.attempts, errorCode: code });
+        throw err;
+      },
+    );
   }
 
   private async loop<R>(c: Call<R>): Promise<CallResult<R>> {

@@ -19,13 +19,13 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE']);
  * before any answer, through no fault of the proxy. An idempotent request is sent once more, at once, on
  * a fresh connection of the same proxy; only a second failure is the attempt's.
  */
-async function onceMoreIfStale<R>(method: string, run: () => Promise<R>): Promise<R> {
-  try {
-    return await run();
-  } catch (err) {
-    if (!IDEMPOTENT.has(method) || !staleConnection(err)) throw err;
+function onceMoreIfStale<R>(method: string, run: () => Promise<R>): Promise<R> {
+  const first = run();
+  if (!IDEMPOTENT.has(method)) return first;
+  return first.catch((err: unknown) => {
+    if (!staleConnection(err)) throw err;
     return run();
-  }
+  });
 }
 
 /** Only on a connection that had carried an earlier answer: a fresh one that broke is the proxy's doing. */
@@ -68,22 +68,14 @@ export function bufferedWork(
  * The listener's absolute-URI request: the answer's head by the deadline, its body streamed on. A
  * request whose body streams from the client cannot be sent twice once any of it left (`never`).
  */
-export function streamedWork(
-  dispatchers: DispatcherCache,
-  req: Omit<StreamedRequest, 'deadline' | 'signal' | 'onResponseStart'>,
-  hasBody: boolean,
-): Work<StreamedResponse> {
+export function streamedWork(dispatchers: DispatcherCache, req: StreamedRequest): Work<StreamedResponse> {
+  const hasBody = req.body !== null;
   return {
     method: req.method,
     replay: hasBody ? 'never' : 'by-method',
     run: (a) => {
-      const once = () =>
-        stream(dispatchers.get(a.entry.record), {
-          ...req,
-          deadline: a.deadline,
-          signal: a.signal,
-          onResponseStart: a.onResponseStart,
-        });
+      // The attempt (AttemptRun) carries the deadline, signal and onResponseStart that stream() reads.
+      const once = () => stream(dispatchers.get(a.entry.record), req, a);
       // A body streamed from the client cannot be sent twice.
       return hasBody ? once() : onceMoreIfStale(req.method, once);
     },

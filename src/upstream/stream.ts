@@ -30,10 +30,17 @@ export interface StreamedRequest {
   readonly body: Readable | null;
   /** Told the size of each body chunk as it leaves (metrics). */
   readonly onBodyBytes?: ((n: number) => void) | undefined;
-  /** Monotonic ms by which the answer's head is due. */
-  readonly deadline: number;
   /** A body silent for this long (either way) is cut. */
   readonly idleTimeoutMs: number;
+}
+
+/**
+ * What changes from one attempt to the next, apart from the request: given beside it rather than copied
+ * into it, so that an attempt costs no copy of the request.
+ */
+export interface StreamLimits {
+  /** Monotonic ms by which the answer's head is due. */
+  readonly deadline: number;
   readonly signal?: CallerSignal | undefined;
   readonly onResponseStart?: (() => void) | undefined;
 }
@@ -169,10 +176,15 @@ class StreamAttempt implements Dispatcher.DispatchHandler {
   }
 }
 
-export function stream(dispatcher: ProxyDispatcher, req: StreamedRequest): Promise<StreamedResponse> {
-  const remaining = req.deadline - performance.now();
+export function stream(
+  dispatcher: ProxyDispatcher,
+  req: StreamedRequest,
+  limits: StreamLimits,
+): Promise<StreamedResponse> {
+  const remaining = limits.deadline - performance.now();
   if (remaining <= 0) return Promise.reject(deadlineError('queued'));
-  if (req.signal?.aborted) {
+  const signal = limits.signal;
+  if (signal?.aborted) {
     return Promise.reject(new UpstreamError('aborted', 'the caller left', { mayHaveReachedTarget: false }));
   }
   const lazy = req.body ? new LazyBody(req.body, req.onBodyBytes) : null;
@@ -186,7 +198,7 @@ export function stream(dispatcher: ProxyDispatcher, req: StreamedRequest): Promi
     const timer = setTimeout(() => attempt.fail(deadlineError(attempt.phase)), Math.ceil(remaining));
     const done = () => {
       clearTimeout(timer);
-      req.signal?.removeEventListener('abort', onAbort);
+      signal?.removeEventListener('abort', onAbort);
     };
     const attempt = new StreamAttempt(
       lazy,
@@ -199,8 +211,8 @@ export function stream(dispatcher: ProxyDispatcher, req: StreamedRequest): Promi
         reject(e);
       },
     );
-    attempt.onStart = req.onResponseStart;
-    req.signal?.addEventListener('abort', onAbort, { once: true });
+    attempt.onStart = limits.onResponseStart;
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
       dispatcher.dispatch(
         {
