@@ -12,7 +12,7 @@
  * idle for ROTA_TUNNEL_IDLE_TIMEOUT_S. A client that leaves aborts the upstream request at once.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CallerGone, type CallerSignal, CLIENT_GONE } from '../lib/abort.ts';
+import { CallerGone, CLIENT_GONE } from '../lib/abort.ts';
 import { refusal } from './answers.ts';
 import type { ForwardedRequest } from './gateway.ts';
 import { admit, endToEnd, type HttpDoorDeps, writeRefusal } from './http-door.ts';
@@ -26,10 +26,14 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
 }
 
-/** Fires when the client leaves before its answer is complete (lib/abort.ts: why not an AbortController). */
-function clientGone(res: ServerResponse): CallerSignal {
+/**
+ * Fires when the client leaves before its answer is complete (lib/abort.ts: why not an AbortController):
+ * the engine's signal while the answer is awaited, then the body's (ResponseBody.pipeTo). on(), not
+ * once(): 'close' comes once, and once() wraps every listener in an object of its own.
+ */
+function clientGone(res: ServerResponse): CallerGone {
   const gone = new CallerGone();
-  res.once('close', () => {
+  res.on('close', () => {
     if (!res.writableFinished) gone.abort(CLIENT_GONE);
   });
   return gone;
@@ -70,7 +74,8 @@ export async function handleAbsolute(
     },
     idleTimeoutMs: d.idle.idleMs,
   };
-  const out = await d.gateway.request(forwarded, door.params, clientGone(res));
+  const gone = clientGone(res);
+  const out = await d.gateway.request(forwarded, door.params, gone);
   if (!out.ok) {
     d.metrics.answered('http', out.refusal.code);
     writeRefusal(res, out.refusal);
@@ -85,5 +90,5 @@ export async function handleAbsolute(
   const headers = endToEnd(answer.headers, RESPONSE_HOP);
   headers['x-rota-proxy-id'] = out.proxyId;
   res.writeHead(answer.statusCode, headers);
-  answer.body.pipeTo(res, (down) => d.metrics.bytes('http', up, down));
+  answer.body.pipeTo(res, (down) => d.metrics.bytes('http', up, down), gone);
 }

@@ -36,11 +36,22 @@ function one(v: string | string[] | undefined): string | undefined {
 
 export type Admission = { ok: true; params: ProxyParams } | { ok: false; refusal: Refusal };
 
+/** A request with nothing to check and nothing to parse (auth off, no credentials, no X-Rota-*). */
+const OPEN: Admission = Object.freeze({ ok: true, params: Object.freeze({ label: '' }) });
+
 /**
  * The client's parameters, or the refusal to answer with; at once (no promise) when auth is off, the
- * common case on every request and tunnel.
+ * common case on every request and tunnel, and without any object made when there is nothing to read.
  */
 export function admit(auth: ListenerAuth, req: IncomingMessage): Admission | Promise<Admission> {
+  const h = req.headers;
+  if (
+    !auth.required &&
+    h['proxy-authorization'] === undefined &&
+    h['x-rota-session'] === undefined &&
+    h['x-rota-country'] === undefined
+  )
+    return OPEN;
   const creds = basicCredentials(one(req.headers['proxy-authorization']));
   const verdict = auth.check({
     listener: 'http',

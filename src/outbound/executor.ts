@@ -45,7 +45,7 @@ export class Executor {
     this.d = deps;
   }
 
-  /** then() rather than an async function: one frame and one turn less on every call (attempt.ts). */
+  /** then() rather than an async function: one frame less on every call (attempt.ts says what it gave). */
   execute<R>(input: CallInput<R>): Promise<CallResult<R>> {
     const started = this.d.monotonic();
     const policy = this.d.retry.get();

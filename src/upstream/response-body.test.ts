@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { describe, it } from 'node:test';
 import type { Dispatcher } from 'undici';
+import { CallerGone, CLIENT_GONE } from '../lib/abort.ts';
 import { ResponseBody } from './response-body.ts';
 import { UpstreamError } from './types.ts';
 
@@ -52,19 +53,22 @@ function setup(room?: number) {
   const body = new ResponseBody(c as unknown as Dispatcher.DispatchController);
   const sink = new FakeSink(room);
   const done: number[] = [];
-  return { c, body, sink, done, attach: () => body.pipeTo(sink, (n) => done.push(n)) };
+  // The door's signal: aborted when the client's response closes before it finished.
+  const gone = new CallerGone();
+  const leave = () => gone.abort(CLIENT_GONE);
+  return { c, body, sink, done, leave, attach: () => body.pipeTo(sink, (n) => done.push(n), gone) };
 }
 
 describe('ResponseBody (an answer written straight into the client response)', () => {
   it('hands over chunks and the end that came before the sink, in order, and reports the bytes once', () => {
-    const { body, sink, done, attach } = setup();
+    const { body, sink, done, leave, attach } = setup();
     body.push(Buffer.from('ab'));
     body.push(Buffer.from('cd'));
     body.end();
     attach();
     assert.equal(Buffer.concat(sink.chunks).toString(), 'abcd');
     assert.ok(sink.ended);
-    sink.emit('close');
+    leave();
     assert.deepEqual(done, [4]);
   });
 
@@ -90,11 +94,30 @@ describe('ResponseBody (an answer written straight into the client response)', (
     assert.equal(c.paused, false);
   });
 
+  it('adds no listener to the sink until a write is refused, then one per refusal spell', () => {
+    const small = setup();
+    small.body.push(Buffer.from('{"ok":true}'));
+    small.body.end();
+    small.attach();
+    assert.deepEqual(small.sink.eventNames(), [], 'a small answer leaves the response as it found it');
+    const full = setup(4);
+    full.attach();
+    full.body.push(Buffer.alloc(8));
+    full.body.push(Buffer.alloc(8));
+    assert.equal(full.sink.listenerCount('drain'), 1, 'refused twice, waits for one drain');
+    full.sink.emit('drain');
+    assert.equal(full.sink.listenerCount('drain'), 0);
+    full.body.push(Buffer.alloc(8));
+    assert.equal(full.sink.listenerCount('drain'), 1);
+    full.sink.emit('drain');
+    assert.equal(full.c.paused, false);
+  });
+
   it('a client that leaves before the end aborts the upstream request', () => {
-    const { c, body, sink, done, attach } = setup();
+    const { c, body, sink, done, leave, attach } = setup();
     attach();
     body.push(Buffer.from('x'));
-    sink.emit('close');
+    leave();
     assert.ok(c.aborted);
     assert.ok(c.reason instanceof UpstreamError && c.reason.kind === 'aborted');
     assert.deepEqual(done, [1]);
