@@ -12,9 +12,9 @@
  * idle for ROTA_TUNNEL_IDLE_TIMEOUT_S. A client that leaves aborts the upstream request at once.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CallerGone, CLIENT_GONE } from '../lib/abort.ts';
+import { responseGone } from '../lib/abort.ts';
+import type { StreamedRequest } from '../upstream/stream.ts';
 import { refusal } from './answers.ts';
-import type { ForwardedRequest } from './gateway.ts';
 import { admit, endToEnd, type HttpDoorDeps, writeRefusal } from './http-door.ts';
 import { absoluteTarget } from './target.ts';
 
@@ -24,19 +24,6 @@ const RESPONSE_HOP = ['transfer-encoding', 'connection', 'keep-alive', 'proxy-au
 function hasBody(req: IncomingMessage): boolean {
   const len = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (len !== undefined && len !== '0');
-}
-
-/**
- * Fires when the client leaves before its answer is complete (lib/abort.ts: why not an AbortController):
- * the engine's signal while the answer is awaited, then the body's (ResponseBody.pipeTo). on(), not
- * once(): 'close' comes once, and once() wraps every listener in an object of its own.
- */
-function clientGone(res: ServerResponse): CallerGone {
-  const gone = new CallerGone();
-  res.on('close', () => {
-    if (!res.writableFinished) gone.abort(CLIENT_GONE);
-  });
-  return gone;
 }
 
 export async function handleAbsolute(
@@ -62,7 +49,7 @@ export async function handleAbsolute(
     return;
   }
   let up = 0;
-  const forwarded: ForwardedRequest = {
+  const forwarded: StreamedRequest = {
     origin: target.origin,
     path: target.path,
     method: req.method ?? 'GET',
@@ -74,7 +61,8 @@ export async function handleAbsolute(
     },
     idleTimeoutMs: d.idle.idleMs,
   };
-  const gone = clientGone(res);
+  // The engine's signal while the answer is awaited, then the body's (ResponseBody.pipeTo).
+  const gone = responseGone(res);
   const out = await d.gateway.request(forwarded, door.params, gone);
   if (!out.ok) {
     d.metrics.answered('http', out.refusal.code);

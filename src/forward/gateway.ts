@@ -31,9 +31,6 @@ export interface GatewayDeps {
   readonly settings: RuntimeSettings;
 }
 
-/** The target's origin is the one the door parsed (forward/target.ts), read only. */
-export type ForwardedRequest = StreamedRequest;
-
 function succeeded<R>(r: CallResult<R>): Outcome<R> {
   return { ok: true, value: r.response, proxyId: r.proxy.record.id };
 }
@@ -85,7 +82,8 @@ export class ForwardGateway {
   }
 
   request(
-    r: ForwardedRequest,
+    /** Its origin is the one the door parsed (forward/target.ts), read only. */
+    r: StreamedRequest,
     params: ProxyParams,
     signal: CallerSignal,
   ): Promise<Outcome<StreamedResponse>> {

@@ -3,7 +3,7 @@
  *
  *   GET /docs, /docs/                       the page (its links point at /docs/static/)
  *   GET /docs/static/swagger-initializer.js Rota's own start script: the document at /docs/json
- *   GET /docs/static/<file>                 one of the files of SWAGGER_UI_FILES, read on first ask
+ *   GET /docs/static/<file>                 one of the files of SWAGGER_UI_FILES, read on each ask
  *   GET /docs/static/index.html             redirects to the page (where Swagger UI's own links lead)
  *   GET /docs/json, /docs/yaml              the OpenAPI document (@fastify/swagger builds it)
  *

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
-import { CallerGone, CLIENT_GONE, closeSignal, delay } from './abort.ts';
+import { CallerGone, CLIENT_GONE, closeSignal, delay, responseGone } from './abort.ts';
 
 test('closeSignal aborts with CLIENT_GONE when its socket closes', () => {
   const socket = new EventEmitter();
@@ -69,4 +69,17 @@ test('delay: true once the time has passed, false at once when the signal aborts
   const real = delay(10_000, ac.signal);
   ac.abort();
   assert.equal(await real, false, 'an AbortSignal is a CallerSignal too');
+});
+
+test('responseGone aborts when the response closes unfinished, not when it closed after finishing', () => {
+  const left = Object.assign(new EventEmitter(), { writableFinished: false });
+  const gone = responseGone(left);
+  left.emit('close');
+  assert.equal(gone.aborted, true);
+  assert.equal(gone.reason, CLIENT_GONE);
+  const answered = Object.assign(new EventEmitter(), { writableFinished: false });
+  const kept = responseGone(answered);
+  answered.writableFinished = true;
+  answered.emit('close');
+  assert.equal(kept.aborted, false);
 });

@@ -77,6 +77,26 @@ export function delay(ms: number, signal?: CallerSignal): Promise<boolean> {
   });
 }
 
+interface Answering {
+  readonly writableFinished: boolean;
+  on(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * A signal aborted (with CLIENT_GONE) when the response to one request closes before it was finished:
+ * the caller went away. For both doors that answer HTTP requests (POST request, the listener's
+ * absolute-URI requests). It listens on the response, which lives for one request: a listener on the
+ * socket would pile up on a keep-alive connection, one per request. on(), not once(): 'close' comes once,
+ * and once() wraps every listener in an object of its own.
+ */
+export function responseGone(res: Answering): CallerGone {
+  const gone = new CallerGone();
+  res.on('close', () => {
+    if (!res.writableFinished) gone.abort(CLIENT_GONE);
+  });
+  return gone;
+}
+
 interface Closing {
   once(event: 'close', listener: () => void): unknown;
   off(event: 'close', listener: () => void): unknown;

@@ -1,6 +1,6 @@
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { banHost } from '../../bans/judge.ts';
-import { CallerGone, type CallerSignal, CLIENT_GONE } from '../../lib/abort.ts';
+import { responseGone } from '../../lib/abort.ts';
 import { poolEmptyError } from '../../outbound/call-error.ts';
 import { bufferedWork } from '../../outbound/works.ts';
 import { proxyView } from '../../pool/view.ts';
@@ -69,20 +69,6 @@ function decodeBody(b: ProxiedRequestBodyT): Buffer | null {
   return Buffer.from(b.body, 'base64');
 }
 
-/**
- * Fires when the caller goes away before its answer was written. It listens on the response, which
- * lives for one request: a listener on the socket would pile up on a keep-alive connection, one per
- * request, each holding its controller until the connection closes.
- */
-function abortOnClientGone(reply: FastifyReply): CallerSignal {
-  const gone = new CallerGone();
-  const res = reply.raw;
-  res.once('close', () => {
-    if (!res.writableFinished) gone.abort(CLIENT_GONE);
-  });
-  return gone;
-}
-
 export function requestRoutes(services: Services): FastifyPluginAsync {
   const { executor, selector, ssrf } = services;
   return async (app) => {
@@ -131,7 +117,7 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           timeoutS: b.timeout ?? services.settings.get().timeout,
           sessionId: b.session_id,
           country: b.country?.toUpperCase(),
-          signal: abortOnClientGone(reply),
+          signal: responseGone(reply.raw),
         });
         const fields = {
           status_code: r.response.statusCode,
