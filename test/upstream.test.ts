@@ -303,7 +303,7 @@ describe('misbehaving proxies: each failure has the right kind', () => {
     }
   });
 
-  test('garbage is proxy_protocol; a refused CONNECT is tunnel_refused', async () => {
+  test('garbage is proxy_protocol; a refused CONNECT is target_refused', async () => {
     const junk = await use(startGarbage());
     const d = cache.get(proxyRecord('http', junk.port));
     assertFailure(await failure(attempt(d, targets('/json')[1])), {
@@ -318,7 +318,7 @@ describe('misbehaving proxies: each failure has the right kind', () => {
     });
     const refuser = await use(startConnectRefuser(403));
     const err = await failure(attempt(cache.get(proxyRecord('http', refuser.port)), targets('/json')[1]));
-    assertFailure(err, { kind: 'tunnel_refused', proxyFault: true, mayHaveReachedTarget: false });
+    assertFailure(err, { kind: 'target_refused', proxyFault: false, mayHaveReachedTarget: false });
   });
 
   test('a slow proxy: CONNECT bounded by the connect timeout, absolute-URI by the deadline', async () => {

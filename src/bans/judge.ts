@@ -47,3 +47,9 @@ export function banHost(url: URL | { hostname: string }): string {
   const h = url.hostname.toLowerCase();
   return h.startsWith('[') ? h.slice(1, -1) : h;
 }
+
+/** The target's port, the scheme's default when the URL names none (pair refusals, bans/refusals.ts). */
+export function portOf(url: URL): number {
+  if (url.port !== '') return Number(url.port);
+  return url.protocol === 'https:' || url.protocol === 'wss:' ? 443 : 80;
+}

@@ -1,5 +1,5 @@
 import type { Duplex } from 'node:stream';
-import { banHost } from '../bans/judge.ts';
+import { banHost, portOf } from '../bans/judge.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import type { CallerSignal } from '../lib/abort.ts';
 import type { CallResult, Executor } from '../outbound/executor.ts';
@@ -77,7 +77,7 @@ export class ForwardGateway {
     origin: URL,
   ): Promise<Outcome<Duplex>> {
     return this.#guarded(origin, params, () =>
-      this.#run(tunnelWork(this.#d.dispatchers, target), params, signal, banHost(target)),
+      this.#run(tunnelWork(this.#d.dispatchers, target), params, signal, banHost(target), target.port),
     );
   }
 
@@ -88,17 +88,24 @@ export class ForwardGateway {
     signal: CallerSignal,
   ): Promise<Outcome<StreamedResponse>> {
     return this.#guarded(r.origin, params, () =>
-      this.#run(streamedWork(this.#d.dispatchers, r), params, signal, banHost(r.origin)),
+      this.#run(streamedWork(this.#d.dispatchers, r), params, signal, banHost(r.origin), portOf(r.origin)),
     );
   }
 
-  #run<R>(work: Work<R>, params: ProxyParams, signal: CallerSignal, host: string): Promise<Outcome<R>> {
+  #run<R>(
+    work: Work<R>,
+    params: ProxyParams,
+    signal: CallerSignal,
+    host: string,
+    port: number,
+  ): Promise<Outcome<R>> {
     const call = this.#d.executor.execute<R>({
       work,
       timeoutS: this.#d.settings.get().timeout,
       sessionId: params.sessionId,
       onlyCountry: params.country,
       host,
+      port,
       signal,
     });
     // then() with two functions that capture nothing, rather than an async function: one promise less

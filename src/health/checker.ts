@@ -15,6 +15,16 @@ export interface HealthResult {
   tested_at: string;
 }
 
+/**
+ * What fails a proxy in a health check: a proxy fault, or the proxy refusing the health-check URL. The
+ * URL is the operator's, not a client's: a proxy that refuses it is not usable (bans/refusals.ts asks for
+ * this check when a proxy refuses many clients' targets). A health-check URL that is itself down
+ * (`target_unreachable`) is not the proxy's doing.
+ */
+function checkFault(error: UpstreamError): boolean {
+  return error.proxyFault || error.kind === 'target_refused';
+}
+
 export interface HealthCheckerDeps {
   pool: Pool;
   breakers: BreakerRegistry;
@@ -92,10 +102,9 @@ export class HealthChecker {
     const permit = this.d.breakers.admit(e.record.id);
     const error = await this.attempt(e.record, t0);
     const latency = this.d.monotonic() - t0;
-    // Only a proxy fault fails a proxy: a health-check URL that is itself down is not the proxy's doing.
-    const fault = error?.proxyFault ?? false;
-    // Cut short (the proxy was deleted meanwhile): it says nothing about the proxy either way.
-    const cut = error?.kind === 'aborted';
+    const fault = error !== null && checkFault(error);
+    // Cut short (the proxy was deleted meanwhile), or Rota's own failure: nothing about the proxy.
+    const cut = error?.kind === 'aborted' || error?.kind === 'local';
     permit?.release(cut ? 'neutral' : fault ? 'failure' : 'success');
     if (!cut) {
       recordAttempt(e, !fault, fault, latency);
@@ -125,7 +134,7 @@ export class HealthChecker {
     } catch (err) {
       return err instanceof UpstreamError
         ? err
-        : new UpstreamError('proxy_protocol', 'health check failed', { mayHaveReachedTarget: true });
+        : new UpstreamError('local', 'health check failed internally', { mayHaveReachedTarget: true });
     }
   }
 
@@ -138,7 +147,7 @@ export class HealthChecker {
     await this.acquire();
     try {
       const error = await this.attempt(record, this.d.monotonic());
-      const ok = error === null || (!error.proxyFault && error.kind !== 'aborted');
+      const ok = error === null || (!checkFault(error) && error.kind !== 'aborted' && error.kind !== 'local');
       return { ok, error: error ? `${error.kind}: ${error.message}` : null };
     } finally {
       this.release();

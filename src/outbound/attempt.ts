@@ -30,6 +30,8 @@ export interface AttemptDeps {
   readonly monotonic: () => number;
   /** Ban detection: true when the answer banned the proxy for `host`. */
   readonly bans?: { judge(proxyId: string, host: string, answer: TargetAnswer): boolean } | undefined;
+  /** Refusals of one target by one proxy: the pair cools down (bans/refusals.ts). */
+  readonly refusals?: { refused(proxyId: string, host: string, port: number): void } | undefined;
 }
 
 export interface AttemptInput<R> {
@@ -40,6 +42,8 @@ export interface AttemptInput<R> {
   readonly work: Work<R>;
   /** The target's host, for bans; undefined when there is none to judge. */
   readonly host: string | undefined;
+  /** The target's port, for refusals of host:port; undefined when there is none. */
+  readonly port?: number | undefined;
   readonly deadline: number;
   readonly signal?: CallerSignal | undefined;
   readonly onResponseStart?: (() => void) | undefined;
@@ -89,11 +93,16 @@ function answered<R>(d: AttemptDeps, a: AttemptInput<R>, response: R): AttemptRe
   return { type: 'response', response, retryable, banned };
 }
 
+/**
+ * Anything a Work throws that is not an UpstreamError is Rota's own failure (a bug, a stored credential
+ * that cannot be decrypted): `local`, which blames no proxy. It may have happened after the request
+ * left, so it is not taken as safe to replay.
+ */
 function failed(err: unknown): AttemptResult<never> {
   const error =
     err instanceof UpstreamError
       ? err
-      : new UpstreamError('proxy_protocol', 'unexpected upstream failure', {
+      : new UpstreamError('local', 'internal error during the attempt', {
           mayHaveReachedTarget: true,
           cause: err,
         });
@@ -111,17 +120,18 @@ function outcomeOf<R>(r: AttemptResult<R>, proxyFault: boolean): AttemptRecord['
  * Returns where the attempt's record went in `attempts`, or -1 when it was not recorded.
  */
 function settle<R>(d: AttemptDeps, a: AttemptInput<R>, r: AttemptResult<R>, latencyMs: number): number {
-  const proxyFault = r.type === 'error' && r.error.proxyFault;
-  const aborted = r.type === 'error' && r.error.kind === 'aborted';
-  // A ban is the site's answer about this address: it neither helps nor harms the breaker or health.
-  const banned = r.type === 'response' && r.banned;
-  a.permit.release(aborted || banned ? 'neutral' : proxyFault ? 'failure' : 'success');
-  if (aborted) return -1;
-  if (banned) recordBanned(a.entry, latencyMs);
-  else recordAttempt(a.entry, !proxyFault, proxyFault, latencyMs);
+  const blame = blameOf(r);
+  a.permit.release(blame === 'proxy' ? 'failure' : blame === 'none' ? 'success' : 'neutral');
+  if (r.type === 'error' && r.error.kind === 'aborted') return -1;
+  const proxyFault = blame === 'proxy';
+  if (blame === 'pair' && a.host !== undefined && a.port !== undefined) {
+    d.refusals?.refused(a.entry.record.id, a.host, a.port);
+  }
+  if (blame === 'proxy' || blame === 'none') recordAttempt(a.entry, !proxyFault, proxyFault, latencyMs);
+  else if (blame !== 'nobody') recordBanned(a.entry, latencyMs);
   const ok = r.type === 'response' && !r.retryable && !r.banned;
-  d.selector.record(a.entry, { ok, latencyMs, proxyFault });
-  const kind = r.type === 'error' ? r.error.kind : banned ? 'banned' : undefined;
+  if (blame !== 'nobody') d.selector.record(a.entry, { ok, latencyMs, proxyFault });
+  const kind = r.type === 'error' ? r.error.kind : r.banned ? 'banned' : undefined;
   const outcome = outcomeOf(r, proxyFault);
   // No `kind` key at all on a plain success (not one set to undefined); no spread of a temporary object.
   const record: AttemptRecord =
@@ -130,4 +140,23 @@ function settle<R>(d: AttemptDeps, a: AttemptInput<R>, r: AttemptResult<R>, late
       : { proxyId: a.entry.record.id, attempt: a.n, outcome, latencyMs, kind };
   a.attempts.push(record);
   return a.attempts.length - 1;
+}
+
+/**
+ * Whom the attempt's result is held against:
+ * - `proxy`: a proxy fault (breaker failure, health down);
+ * - `none`: the proxy did its work (a target's answer or its own failure): breaker success, health up;
+ * - `pair`: the proxy refused or could not reach this target: the pair cools down, breaker and health
+ *   untouched (bans/refusals.ts);
+ * - `ban`: the site refused this proxy's address: the pair is cooling down already (bans/judge.ts);
+ * - `nobody`: the caller left, or Rota failed on its own (`local`): nothing learns anything.
+ */
+type Blame = 'proxy' | 'none' | 'pair' | 'ban' | 'nobody';
+
+function blameOf<R>(r: AttemptResult<R>): Blame {
+  if (r.type === 'response') return r.banned ? 'ban' : 'none';
+  const e = r.error;
+  if (e.kind === 'aborted' || e.kind === 'local') return 'nobody';
+  if (e.proxyFault) return 'proxy';
+  return e.pairFault ? 'pair' : 'none';
 }

@@ -37,6 +37,12 @@ export function callError(
       });
     case 'target_tls':
       return new ApiError('REQUEST_FAILED', 'TLS with the target failed', { details });
+    case 'target_refused':
+      return new ApiError('PROXY_FAILOVER_EXHAUSTED', 'Every proxy tried refused this target', { details });
+    case 'local':
+      return new ApiError('SERVICE_UNAVAILABLE', 'Rota is short of a local resource or failed internally', {
+        details,
+      });
     case 'aborted':
       return new ApiError('REQUEST_FAILED', 'The request was aborted', { details });
     default:

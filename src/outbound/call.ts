@@ -24,6 +24,8 @@ export interface CallInput<R> {
   onlyCountry?: string | undefined;
   /** The target's host (bans/banHost): cool-downs of that host apply, and answers are judged for bans. */
   host?: string | undefined;
+  /** The target's port: a proxy's refusal of host:port cools that pair down (bans/refusals.ts). */
+  port?: number | undefined;
   signal?: CallerSignal;
 }
 
@@ -51,6 +53,8 @@ export interface ExecutorDeps {
   onError: (err: unknown) => void;
   /** Ban detection (bans/judge.ts); none: answers are never judged. */
   bans?: { judge(proxyId: string, host: string, answer: TargetAnswer): boolean } | undefined;
+  /** Refusals of one target by one proxy (bans/refusals.ts); none: they cool nothing down. */
+  refusals?: { refused(proxyId: string, host: string, port: number): void } | undefined;
 }
 
 /** What every step of one call needs. */

@@ -158,10 +158,11 @@ export class Executor {
   }
 
   private selection<R>(c: Call<R>, s: CallState<R>) {
-    const { sessionId, country, onlyCountry, host } = c.input;
+    const { sessionId, country, onlyCountry, host, port } = c.input;
     // The first pick of a call may fall back to the pair whose cool-down ends first; a retry may not
     // (with no proxy free of a cool-down left, the caller gets the site's answer).
-    return { exclude: s.tried, sessionId, country, onlyCountry, host, coolingFallback: s.tried.size === 0 };
+    const coolingFallback = s.tried.size === 0;
+    return { exclude: s.tried, sessionId, country, onlyCountry, host, port, coolingFallback };
   }
 
   /** Starts attempt `n` through `entry`, cancellable on its own when it may run beside another. */
@@ -185,6 +186,7 @@ export class Executor {
         n,
         work: input.work,
         host: input.host,
+        port: input.port,
         deadline: slice,
         retryStatusCodes: policy.retry_status_codes,
         attempts: c.attempts,
@@ -241,17 +243,19 @@ export class Executor {
     s.failed.push(describeAttempt(entry, err));
     // `aborted` is also a proxy deleted mid-call (its dispatcher closed): only a caller that went away
     // ends the call; otherwise another proxy may still answer.
+    // `local`: Rota itself is short of files or memory; asking more proxies would only make it worse.
     if (
       callerGone ||
       err.kind === 'response_too_large' ||
       err.kind === 'target_tls' ||
-      err.kind === 'target_forbidden'
+      err.kind === 'target_forbidden' ||
+      err.kind === 'local'
     )
       return 'stop';
     if (err.mayHaveReachedTarget && !c.replayable) throw unsafeToRetryError(err, s.failed);
     // A proxy fault is left at once: the next proxy is a different resource, there is nothing to back
     // off from. Only a target-side failure (it may be overloaded) waits before asking again.
-    s.pause = !err.proxyFault && err.kind !== 'queue_timeout';
+    s.pause = !err.proxyFault && err.kind !== 'queue_timeout' && err.kind !== 'target_refused';
     return 'next';
   }
 

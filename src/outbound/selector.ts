@@ -40,13 +40,19 @@ export class Selector {
       random: () => number;
       now: () => number;
       cooldowns?: CooldownTable | null;
+      refusals?: CooldownTable | null;
       maxInFlight?: number;
     },
   ) {
     this.pool = pool;
     this.settings = settings;
     this.deps = deps;
-    this.rules = { breakers, cooldowns: deps.cooldowns ?? null, maxInFlight: deps.maxInFlight ?? 0 };
+    this.rules = {
+      breakers,
+      cooldowns: deps.cooldowns ?? null,
+      refusals: deps.refusals ?? null,
+      maxInFlight: deps.maxInFlight ?? 0,
+    };
     this.sessions = new SessionTable({ now: deps.now });
     this.strategy = this.build(settings.get().rotation_strategy);
   }
@@ -104,7 +110,7 @@ export class Selector {
         : this.sessions.select(id, candidates.eligible, (ok) =>
             strategy.select({ members: candidates.members, eligible: ok }, { country: req.country }),
           );
-    // Every proxy is cooling down for this host: the one whose cool-down ends first, rather than none.
+    // Every proxy is cooling down for this target: the one whose cool-down ends first, rather than none.
     const picked =
       chosen ?? (req.coolingFallback ? earliestCooled(this.rules, req, candidates.members) : null);
     if (picked) this.lastRotationAt = this.deps.now();

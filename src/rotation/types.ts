@@ -13,6 +13,8 @@ export interface SelectionRequest {
   readonly onlyCountry?: string | undefined;
   /** The target's host: members cooling down for it (bans/) are not eligible. */
   readonly host?: string | undefined;
+  /** The target's port: members cooling down for host:port (a proxy's refusal of it) are not eligible. */
+  readonly port?: number | undefined;
   /** When every otherwise eligible member is cooling down for `host`, the one whose cool-down ends first. */
   readonly coolingFallback?: boolean | undefined;
 }

@@ -8,14 +8,18 @@ import { UpstreamError, type UpstreamErrorKind } from './types.ts';
  * every error then has `mayHaveReachedTarget: false` and a replay is safe. Once undici has started
  * writing the request, anything may have reached the target.
  *
- * Decisions (DECISIONS "Proxies": only proxy faults count):
- * - CONNECT answered 407 (or 401, tinyproxy's answer to wrong credentials) → `proxy_auth`; 5xx → `target_unreachable` (the proxy says it could not reach
- *   the target: tinyproxy answers 500 "Unable to connect", squid 503, others 502/504; counting those
- *   against the proxy would open every breaker whenever one site is down); any other non-2xx →
- *   `tunnel_refused`.
+ * Who is blamed (types.ts says what each kind counts against):
+ * - CONNECT answered 407 (or 401, tinyproxy's answer to wrong credentials) → `proxy_auth` (the proxy's);
+ *   5xx → `target_unreachable` (the proxy says it could not reach the target: tinyproxy answers 500
+ *   "Unable to connect", squid 503, others 502/504); any other non-2xx → `target_refused` (the proxy's
+ *   rules refuse this target: stock squid answers 403 to CONNECT on any port but 443). Both are about the
+ *   pair (proxy, target), never the proxy alone: a client picks its targets, so counting them against the
+ *   proxy would let one client open every breaker.
  * - SOCKS5 replies 3/4/5/6 (network/host unreachable, refused, TTL) and SOCKS4 reply 91 ("rejected or
- *   failed", what dante answers when the target refuses) → `target_unreachable`; other SOCKS refusals
- *   and malformed handshakes → `socks`; refused credentials → `proxy_auth`.
+ *   failed", what dante answers when the target refuses) → `target_unreachable`; SOCKS5 replies 2/7/8
+ *   (not allowed by the rule set, command or address type not supported) → `target_refused`; general
+ *   failure (1) and malformed handshakes → `socks` (the proxy's); refused credentials → `proxy_auth`.
+ * - EMFILE, ENFILE, ENOBUFS, ENOMEM at any stage → `local`: Rota ran out of its own resources.
  * - The connection breaking after the request left but before any answer → `connection_lost` (proxy
  *   fault); after the answer started → `response_interrupted` (not a proxy fault: the target answered).
  * - An HTTP parse error before the answer → `proxy_protocol`. Through a tunnel that could in theory be
@@ -61,6 +65,15 @@ function fail(kind: UpstreamErrorKind, message: string, reached: boolean, cause?
   });
 }
 
+/** Errors of Rota's own resources, not of any proxy or target. */
+const LOCAL_CODES: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'ENOBUFS', 'ENOMEM']);
+
+/** The `local` error for `err` when it is one of Rota's own resources running out; else null. */
+function localError(err: unknown, code = codeOf(err)): UpstreamError | null {
+  if (!LOCAL_CODES.has(code)) return null;
+  return fail('local', `Rota is out of a local resource (${code})`, false, err);
+}
+
 const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|ERR_OSSL_|HOSTNAME_)/;
 
 /** True for errors raised by a TLS handshake (certificate, protocol, alert). */
@@ -72,6 +85,8 @@ export function isTlsError(err: unknown): boolean {
 export function classifyProxyDialError(err: unknown, stage: 'tcp' | 'proxy_tls' | 'connect'): UpstreamError {
   if (err instanceof UpstreamError) return err;
   const code = codeOf(err);
+  const local = localError(err, code);
+  if (local) return local;
   if (stage === 'proxy_tls' && isTlsError(err)) {
     return fail('tls', `TLS handshake with the proxy failed (${code || 'handshake error'})`, false, err);
   }
@@ -84,6 +99,8 @@ export function classifyProxyDialError(err: unknown, stage: 'tcp' | 'proxy_tls' 
 export function classifyTargetTlsError(err: unknown): UpstreamError {
   if (err instanceof UpstreamError) return err;
   const code = codeOf(err);
+  const local = localError(err, code);
+  if (local) return local;
   if (isTlsError(err))
     return fail('target_tls', `TLS handshake with the target failed (${code})`, false, err);
   // The tunnel was up, so a socket error now is the proxy or the target hanging up mid-handshake.
@@ -104,7 +121,7 @@ export function connectStatusError(status: number): UpstreamError {
   if (status >= 500 && status <= 599) {
     return fail('target_unreachable', `the proxy could not reach the target (${status} on CONNECT)`, false);
   }
-  return fail('tunnel_refused', `the proxy refused the tunnel (${status} on CONNECT)`, false);
+  return fail('target_refused', `the proxy refused the target (${status} on CONNECT)`, false);
 }
 
 /** A 407 answered by an HTTP proxy to an absolute-URI request: it did not forward the request. */
@@ -128,6 +145,7 @@ export function dialTimeout(ms: number): UpstreamError {
 
 const SOCKS5_TARGET =
   /rejected connection - (NetworkUnreachable|HostUnreachable|ConnectionRefused|TTLExpired)/;
+const SOCKS5_REFUSED = /rejected connection - (NotAllowed|CommandNotSupported|AddressNotSupported)/;
 
 /** Errors from the `socks` package's SocksClient (it reports everything as a message string). */
 export function classifySocksError(err: unknown, timeoutMs: number): UpstreamError {
@@ -139,10 +157,14 @@ export function classifySocksError(err: unknown, timeoutMs: number): UpstreamErr
   }
   const s5 = SOCKS5_TARGET.exec(msg);
   if (s5) return fail('target_unreachable', `the SOCKS proxy could not reach the target (${s5[1]})`, false);
+  const refused = SOCKS5_REFUSED.exec(msg);
+  if (refused) return fail('target_refused', `the SOCKS proxy refused the target (${refused[1]})`, false);
   if (msg.includes('Socks4 Proxy rejected connection - (Failed)')) {
     return fail('target_unreachable', 'the SOCKS proxy could not reach the target (request failed)', false);
   }
   const net = /\b(E[A-Z]{3,})\b/.exec(msg);
+  const local = localError(err, net?.[1] ?? codeOf(err));
+  if (local) return local;
   if (net) return fail('connect', `could not connect to the SOCKS proxy (${net[1]})`, false);
   const reason = /rejected connection - \(?([A-Za-z]+)\)?/.exec(msg)?.[1];
   if (reason) return fail('socks', `the SOCKS proxy refused the connection (${reason})`, false);
@@ -158,6 +180,8 @@ export type AttemptPhase = 'queued' | 'sent' | 'receiving';
 export function classifySendError(err: unknown, phase: AttemptPhase): UpstreamError {
   if (err instanceof UpstreamError) return err;
   const code = codeOf(err);
+  const local = localError(err, code);
+  if (local) return local;
   const reached = phase !== 'queued';
   if (code === 'UND_ERR_INVALID_ARG' || code === 'UND_ERR_NOT_SUPPORTED' || code.startsWith('ERR_INVALID')) {
     return fail(

@@ -1,15 +1,20 @@
 import type { CallerSignal } from '../lib/abort.ts';
 
 /**
- * Why an attempt through a proxy failed. `proxy_fault` kinds count against the proxy (breaker, health);
- * the others do not (DECISIONS "Proxies": only proxy faults count).
+ * Why an attempt through a proxy failed. Each kind blames at most one thing:
+ * - the proxy (PROXY_FAULTS: breaker and health count it): failures that do not depend on the target;
+ * - the pair (proxy, target host:port) (PAIR_FAULTS: bans/refusals.ts cools the pair down): the proxy
+ *   refused or could not reach this one target, which a client chooses, so it must never take the proxy
+ *   away from other targets;
+ * - nobody: the target's own failures, the caller leaving, and `local` (Rota's own resources or an
+ *   internal error).
  */
 export type UpstreamErrorKind =
   | 'connect' // TCP connect to the proxy refused / reset / unreachable
   | 'tls' // TLS handshake with an https:// proxy failed
   | 'socks' // SOCKS handshake failed or the SOCKS server refused
   | 'proxy_auth' // 407, or SOCKS authentication refused
-  | 'tunnel_refused' // CONNECT answered with a non-2xx status other than 407
+  | 'target_refused' // the proxy refused this target by its own rules (a 4xx other than 407 to CONNECT, a SOCKS refusal other than general failure)
   | 'timeout' // deadline reached before the target answered
   | 'target_forbidden' // a socks4/socks5 dialer resolved the target to an address the SSRF rules refuse
   | 'queue_timeout' // deadline reached while the request waited for a connection inside Rota: not the proxy's doing
@@ -21,18 +26,21 @@ export type UpstreamErrorKind =
   | 'response_timeout' // the target's answer started but its body was still arriving at the deadline
   | 'response_too_large' // the target's answer is over ROTA_MAX_RESPONSE_BYTES
   | 'invalid_request' // the request could not be sent as given (e.g. a header value undici refuses)
-  | 'aborted'; // the caller went away, or the proxy's dispatcher was closed (proxy deleted)
+  | 'aborted' // the caller went away, or the proxy's dispatcher was closed (proxy deleted)
+  | 'local'; // Rota's own failure: out of file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), or an internal error
 
 export const PROXY_FAULTS: ReadonlySet<UpstreamErrorKind> = new Set([
   'connect',
   'tls',
   'socks',
   'proxy_auth',
-  'tunnel_refused',
   'timeout',
   'proxy_protocol',
   'connection_lost',
 ]);
+
+/** Failures about one target through one proxy: they cool the pair down, never the proxy. */
+export const PAIR_FAULTS: ReadonlySet<UpstreamErrorKind> = new Set(['target_refused', 'target_unreachable']);
 
 export class UpstreamError extends Error {
   readonly code = 'UPSTREAM_ERROR';
@@ -58,6 +66,10 @@ export class UpstreamError extends Error {
 
   get proxyFault(): boolean {
     return PROXY_FAULTS.has(this.kind);
+  }
+
+  get pairFault(): boolean {
+    return PAIR_FAULTS.has(this.kind);
   }
 }
 

@@ -229,7 +229,8 @@ export function ensureSocksUser(): void {
   }
 }
 
-export async function startDante(opts: { auth?: boolean } = {}): Promise<RealProxy> {
+/** With `blockPort`, dante's rules refuse (SOCKS5 reply 2, not allowed) every target on that port. */
+export async function startDante(opts: { auth?: boolean; blockPort?: number } = {}): Promise<RealProxy> {
   requireBinary(DANTED, 'dante-server');
   if (opts.auth) ensureSocksUser();
   const port = await freePort();
@@ -246,6 +247,9 @@ export async function startDante(opts: { auth?: boolean } = {}): Promise<RealPro
       `socksmethod: ${opts.auth ? 'username' : 'none'}`,
       ...privileged,
       'client pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }',
+      ...(opts.blockPort === undefined
+        ? []
+        : [`socks block { from: 127.0.0.0/8 to: 0.0.0.0/0 port = ${opts.blockPort} }`]),
       'socks pass { from: 127.0.0.0/8 to: 0.0.0.0/0 }',
       '',
     ].join('\n'),
@@ -259,10 +263,12 @@ export async function startDante(opts: { auth?: boolean } = {}): Promise<RealPro
  * Debian's squid as a plain forward proxy, configured as bench/lib/squid.ts does: no cache, no access
  * log, no pinger, no Via/X-Forwarded-For, its own pid file and cache.log in a temp folder, foreground
  * (-N). localhost may use it for anything, CONNECT to any port included (no SSL_ports rule). With `auth`,
- * Basic proxy auth against an htpasswd file (basic_ncsa_auth): 407 without the right credentials.
+ * Basic proxy auth against an htpasswd file (basic_ncsa_auth): 407 without the right credentials. With
+ * `stockRules`, Debian's stock squid.conf rules come first: CONNECT only to port 443 (403 otherwise), and
+ * requests only to its Safe_ports.
  */
 export async function startSquid(
-  opts: { auth?: { username: string; password: string } } = {},
+  opts: { auth?: { username: string; password: string }; stockRules?: boolean } = {},
 ): Promise<RealProxy> {
   requireBinary(SQUID, 'squid');
   const port = await freePort();
@@ -285,6 +291,7 @@ export async function startSquid(
       'http_access allow localhost authed',
     );
   }
+  if (opts.stockRules) access.unshift(...SQUID_STOCK_RULES);
   await writeFile(conf, squidConfig(dir, port, access));
   // Started as root, squid drops to its cache_effective_user (Debian: proxy), which must own its files.
   if (isRoot()) {
@@ -296,6 +303,15 @@ export async function startSquid(
   const proxy = await launch('squid', SQUID, ['-N', '-d', '1', '-f', conf], port, dir);
   return { ...proxy, username: opts.auth?.username ?? null, password: opts.auth?.password ?? null };
 }
+
+/** The access rules of Debian's stock /etc/squid/squid.conf (its ACL lines, as shipped). */
+const SQUID_STOCK_RULES = [
+  'acl SSL_ports port 443',
+  'acl Safe_ports port 80 21 443 70 210 1025-65535 280 488 591 777',
+  'acl CONNECT method CONNECT',
+  'http_access deny !Safe_ports',
+  'http_access deny CONNECT !SSL_ports',
+];
 
 function squidConfig(dir: string, port: number, access: readonly string[]): string {
   return [

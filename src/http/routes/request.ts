@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { banHost } from '../../bans/judge.ts';
+import { banHost, portOf } from '../../bans/judge.ts';
 import { responseGone } from '../../lib/abort.ts';
 import { poolEmptyError } from '../../outbound/call-error.ts';
 import { bufferedWork } from '../../outbound/works.ts';
@@ -114,6 +114,7 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
         const r = await executor.execute({
           work: bufferedWork(services.dispatchers, target, services.config.maxResponseBytes),
           host: banHost(target.url),
+          port: portOf(target.url),
           timeoutS: b.timeout ?? services.settings.get().timeout,
           sessionId: b.session_id,
           country: b.country?.toUpperCase(),
