@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { startServer } from './helpers/server.ts';
+import { freePort, startServer } from './helpers/server.ts';
 
 /**
  * Log lines are written in batches (src/main.ts: 4 KiB or 200 ms). A quiet gateway must still show a
@@ -31,5 +31,49 @@ describe('request log lines from the real process', () => {
     }
     for (let i = 0; i < 3; i++) assert.ok(server.output().includes(`"request_id":"last-${i}"`), `last-${i}`);
     assert.ok(server.output().includes('"msg":"shutting down"'));
+  });
+});
+
+describe('start-up log from the real process', () => {
+  it('names every door with the address and port it is bound to, one info line each', async () => {
+    const [proxyPort, socksPort] = [await freePort(), await freePort()];
+    const server = await startServer({
+      ROTA_LOG_LEVEL: 'info',
+      ROTA_PROXY_PORT: String(proxyPort),
+      ROTA_SOCKS_PORT: String(socksPort),
+    });
+    try {
+      const t0 = performance.now();
+      const doors = () =>
+        server
+          .output()
+          .split('\n')
+          .filter((l) => l.includes('"listener":'))
+          .map(
+            (l) =>
+              JSON.parse(l) as {
+                level: number;
+                listener: string;
+                address: string;
+                port: number;
+                msg: string;
+              },
+          );
+      while (doors().length < 3 && performance.now() - t0 < 2_000)
+        await new Promise((r) => setTimeout(r, 20));
+      const lines = doors();
+      assert.deepEqual(
+        lines.map((l) => [l.level, l.listener, l.address, l.port]),
+        [
+          [30, 'api', '127.0.0.1', server.port],
+          [30, 'http', '127.0.0.1', proxyPort],
+          [30, 'socks5', '127.0.0.1', socksPort],
+        ],
+        server.output(),
+      );
+      assert.equal(lines[1]?.msg, `HTTP proxy listening on 127.0.0.1:${proxyPort}`);
+    } finally {
+      await server.stop('SIGTERM');
+    }
   });
 });
