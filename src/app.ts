@@ -2,6 +2,7 @@ import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Config } from './config.ts';
 import { registerAuthCheck, registerAuthGate } from './http/auth.ts';
+import { AuthFailureBudget } from './http/auth-budget.ts';
 import { clientErrorHandler } from './http/client-error.ts';
 import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
@@ -95,8 +96,13 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     hook: 'onRequest',
   });
 
-  // Order matters: know whether the key is valid, then count (by key or by IP), then refuse.
-  registerAuthCheck(app, config);
+  // Order matters: know whether the key is valid (within the IP's failed-auth budget), then count (by key
+  // or by IP), then refuse.
+  registerAuthCheck(app, {
+    config,
+    budget: new AuthFailureBudget(services.rateCounter, config.authFailureLimit),
+    onLimited: (route) => services.prom.rateLimited(route),
+  });
   await registerRateLimit(app, {
     config,
     settings: services.settings,

@@ -38,6 +38,8 @@ export interface Config {
   readonly secretKey: Buffer | null;
   readonly rateLimit: Rate;
   readonly apiKeyRateLimit: Rate;
+  /** Wrong API keys one client IP may present per window, across the API and both listeners. */
+  readonly authFailureLimit: Rate;
   readonly routeRateLimits: {
     readonly request: Rate;
     readonly addProxy: Rate;
@@ -154,6 +156,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretKey: parseSecretKey(r),
     rateLimit,
     apiKeyRateLimit: r.rate('ROTA_API_KEY_RATE_LIMIT', rateLimit),
+    authFailureLimit: r.rate('ROTA_AUTH_FAILURE_LIMIT', { limit: 30, windowMs: 60_000 }),
     routeRateLimits: {
       request: r.rate('ROTA_RATE_LIMIT_REQUEST', { limit: 50, windowMs: 60_000 }),
       addProxy: r.rate('ROTA_RATE_LIMIT_ADD_PROXY', { limit: 10, windowMs: 60_000 }),

@@ -148,6 +148,7 @@ describe('the API against its own OpenAPI document (schemathesis)', () => {
       ROTA_RATE_LIMIT_HEALTH_CHECK: GENEROUS,
       ROTA_RATE_LIMIT_CONFIG: GENEROUS,
       ROTA_RATE_LIMIT_RESET: GENEROUS,
+      ROTA_AUTH_FAILURE_LIMIT: GENEROUS,
     });
     // Hooks, configuration and schemathesis's own files go to a temporary directory, never the checkout.
     work = mkdtempSync(join(tmpdir(), 'rota-api-fuzz-'));

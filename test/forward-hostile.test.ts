@@ -130,11 +130,11 @@ describe('auth on the HTTP listener', () => {
     assert.ok(!t.logs.some((l) => l.includes('wrong')), 'no password in any log line');
   });
 
-  test('past the IP limit the listener answers 429 at once, right key or not', async () => {
+  test('past the failed-auth budget the listener answers 429 at once, right key or not', async () => {
     const a = await listeningApp({
       ROTA_REQUIRE_AUTH: 'true',
       ROTA_API_KEY: KEY,
-      ROTA_RATE_LIMIT: '3/minute',
+      ROTA_AUTH_FAILURE_LIMIT: '3/minute',
     });
     try {
       for (let i = 0; i < 3; i++) {

@@ -121,7 +121,11 @@ describe('SOCKS5 CONNECT', () => {
 describe('SOCKS5 with ROTA_REQUIRE_AUTH', () => {
   let a: ListeningApp;
   before(async () => {
-    a = await listeningApp({ ROTA_REQUIRE_AUTH: 'true', ROTA_API_KEY: KEY, ROTA_RATE_LIMIT: '4/minute' });
+    a = await listeningApp({
+      ROTA_REQUIRE_AUTH: 'true',
+      ROTA_API_KEY: KEY,
+      ROTA_AUTH_FAILURE_LIMIT: '4/minute',
+    });
     await addUpstream(a, { url: `http://127.0.0.1:${upstream.port}` }).catch(async () => {
       // The API needs the key too.
       const res = await a.app.inject({
@@ -148,11 +152,15 @@ describe('SOCKS5 with ROTA_REQUIRE_AUTH', () => {
     right.socket.destroy();
   });
 
-  test('refusals count against the IP limit shared with the API; past it even the key is refused', async () => {
+  test('wrong keys spend the failed-auth budget shared with the API; past it even the key is refused', async () => {
     for (let i = 0; i < 4; i++) await socks5(a.socksPort, { username: 'me', password: `bad${i}`, port: 80 });
     const right = await socks5(a.socksPort, { username: 'me', password: KEY, port: target.port });
-    assert.equal(right.authStatus, 0x01, 'past the limit: refused at once');
-    const api = await a.app.inject({ url: '/api/v1/status', remoteAddress: '127.0.0.1' });
-    assert.equal(api.statusCode, 429, 'the API sees the same counter for this address');
+    assert.equal(right.authStatus, 0x01, 'past the budget: refused at once');
+    const api = await a.app.inject({
+      url: '/api/v1/status',
+      remoteAddress: '127.0.0.1',
+      headers: { 'x-api-key': KEY },
+    });
+    assert.equal(api.statusCode, 429, 'the API sees the same budget for this address');
   });
 });

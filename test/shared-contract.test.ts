@@ -98,6 +98,25 @@ for (const [name, make] of counters) {
       assert.equal((await c.peek('k', 300)).count, 0);
       assert.equal((await c.incr('k', 300)).count, 1);
     });
+
+    test('take checks and counts in one step: 1,000 takes in flight together get exactly the limit', async () => {
+      const c = await make();
+      const all = await Promise.all(Array.from({ length: 1_000 }, () => c.take('t', 60, 60_000, 1)));
+      const under = all.filter((t) => t.type === 'under').map((t) => t.count);
+      assert.deepEqual(
+        under.sort((a, b) => a - b),
+        Array.from({ length: 60 }, (_, i) => i + 1),
+      );
+      assert.ok(all.every((t) => t.ttlMs > 0 && t.ttlMs <= 60_000));
+      assert.equal((await c.peek('t', 60_000)).count, 60, 'a refused take counts nothing');
+      assert.deepEqual(await c.take('fresh', 2, 300, 0), { type: 'under', count: 0, ttlMs: 300 });
+      assert.equal((await c.take('t', 60, 60_000, 0)).type, 'over', 'a check alone is refused at the limit');
+      await c.take('w', 1, 300, 1);
+      assert.equal((await c.take('w', 1, 300, 1)).type, 'over');
+      await new Promise((r) => setTimeout(r, 350));
+      const again = await c.take('w', 1, 300, 1);
+      assert.deepEqual([again.type, again.count], ['under', 1], 'a new window');
+    });
   });
 }
 

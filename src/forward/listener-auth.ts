@@ -1,24 +1,22 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { AuditLog } from '../audit/audit.ts';
-import { defaultLimitKey, ipBucket } from '../http/rate-limit.ts';
-import type { Rate } from '../lib/rate.ts';
-import type { RateCounter } from '../lib/rate-counter.ts';
+import type { AuthFailureBudget, BudgetVerdict } from '../http/auth-budget.ts';
 
 /**
- * Who may use the listeners (DECISIONS wave 2): with ROTA_REQUIRE_AUTH the API key is the proxy
- * password, whatever the username (which carries the session and country parameters). Every refusal is
- * audit-logged and counted against the client IP's default rate limit, in the same counter as the
- * API's, so a key cannot be guessed through a listener faster than through the API; once the IP is past
- * its limit the listener refuses its attempts at once, right or wrong key alike.
+ * Who may use the listeners: with ROTA_REQUIRE_AUTH the API key is the proxy password, whatever the
+ * username (which carries the session and country parameters). A presented password is answered within
+ * the client IP's failed-auth budget (http/auth-budget.ts), the same budget as the API's: a wrong one
+ * takes a unit and is audit-logged, and once the budget is spent every presented password, right or
+ * wrong, is refused at once (`limited`), so a key cannot be guessed through a listener faster than
+ * through the API. No credentials at all are refused (the 407 challenge) without charge or audit line:
+ * they cannot be right, and clients that wait for the challenge send them before every keyed attempt.
  */
 export type Verdict = { type: 'ok' } | { type: 'refused' } | { type: 'limited'; retryAfterS: number };
 
 export interface ListenerAuthDeps {
   readonly requireAuth: boolean;
   readonly apiKey: string | null;
-  readonly counter: RateCounter;
-  /** The default limit, read per check (`PUT config` changes it at runtime). */
-  readonly rate: () => Rate;
+  readonly budget: AuthFailureBudget;
   readonly audit: AuditLog;
 }
 
@@ -40,6 +38,7 @@ function digest(b: Buffer): Buffer {
 }
 
 const OK: Verdict = Object.freeze({ type: 'ok' });
+const REFUSED: Verdict = Object.freeze({ type: 'refused' });
 
 export class ListenerAuth {
   readonly #d: ListenerAuthDeps;
@@ -60,33 +59,36 @@ export class ListenerAuth {
     return this.#check(p);
   }
 
-  async #check(p: Presented): Promise<Verdict> {
-    const rate = this.#d.rate();
-    const key = defaultLimitKey(`ip:${ipBucket(p.clientIp())}`);
-    const seen = await this.#d.counter.peek(key, rate.windowMs);
-    // Not audit-logged: the refusals that led here were, and a flood must not become a flood of lines.
-    if (seen.count >= rate.limit) {
-      return { type: 'limited', retryAfterS: Math.max(1, Math.ceil(seen.ttlMs / 1000)) };
-    }
-    // Compared as SHA-256 digests: constant time whatever the length of what was sent.
-    const given = p.password === null ? null : digest(Buffer.from(p.password, 'utf8'));
-    if (given !== null && this.#expected !== null && timingSafeEqual(given, this.#expected)) {
-      return { type: 'ok' };
-    }
-    await this.#d.counter.incr(key, rate.windowMs);
-    this.#audit(p, 407, 'denied');
-    return { type: 'refused' };
+  #check(p: Presented): Verdict | Promise<Verdict> {
+    // No credentials: the challenge every client that waits for one gets first, not a failed attempt.
+    if (p.password === null) return REFUSED;
+    // Compared as SHA-256 digests: constant time whatever the length of what was sent. The result is
+    // told to the client only within the budget.
+    const given = digest(Buffer.from(p.password, 'utf8'));
+    const right = this.#expected !== null && timingSafeEqual(given, this.#expected);
+    const charged = this.#d.budget.charge(p.clientIp(), !right);
+    return charged instanceof Promise
+      ? charged.then((b) => this.#decide(p, right, b))
+      : this.#decide(p, right, charged);
   }
 
-  #audit(p: Presented, status: number, outcome: 'denied'): void {
+  #decide(p: Presented, right: boolean, b: BudgetVerdict): Verdict {
+    // Not audit-logged: the refusals that spent the budget were, and a flood must not become a flood of lines.
+    if (b.type === 'limited') return b;
+    if (right) return OK;
+    this.#audit(p);
+    return REFUSED;
+  }
+
+  #audit(p: Presented): void {
     this.#d.audit.record({
       action: 'listener.auth_failed',
       request_id: randomUUID(),
       client_ip: p.clientIp(),
       method: p.method,
       route: `listener:${p.listener}`,
-      status,
-      outcome,
+      status: 407,
+      outcome: 'denied',
     });
   }
 }

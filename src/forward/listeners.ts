@@ -7,6 +7,7 @@ import type { Registry } from 'prom-client';
 import type { AuditLog } from '../audit/audit.ts';
 import type { Config } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
+import { AuthFailureBudget } from '../http/auth-budget.ts';
 import type { RateCounter } from '../lib/rate-counter.ts';
 import type { Executor } from '../outbound/executor.ts';
 import type { Selector } from '../outbound/selector.ts';
@@ -64,8 +65,7 @@ export class Listeners {
     const auth = new ListenerAuth({
       requireAuth: config.requireAuth,
       apiKey: config.apiKey,
-      counter: services.rateCounter,
-      rate: () => services.settings.defaultRate(),
+      budget: new AuthFailureBudget(services.rateCounter, config.authFailureLimit),
       audit: services.audit,
     });
     const gateway = new ForwardGateway({

@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditLog } from '../audit/audit.ts';
 import type { Config } from '../config.ts';
+import type { AuthFailureBudget, BudgetVerdict } from './auth-budget.ts';
 import { sendError } from './envelope.ts';
 import { routeOf } from './hooks.ts';
 
@@ -17,7 +18,7 @@ declare module 'fastify' {
 }
 
 /**
- * Public route templates (DECISIONS "Auth and rate limits"). Matched against the route the router chose,
+ * Public route templates. Matched against the route the router chose,
  * never the raw path: however a path is spelled (encoding, slashes, aliases), it is public only when it
  * reached a public handler.
  */
@@ -70,13 +71,28 @@ export function isPublicRoute(route: string | undefined, publicMetrics: boolean)
   return publicMetrics && METRICS_ROUTES.has(route);
 }
 
+export interface AuthCheckDeps {
+  readonly config: Config;
+  /** The client IP's failed-auth budget, shared with the listeners (auth-budget.ts). */
+  readonly budget: AuthFailureBudget;
+  /** Told of each request refused because the budget is spent, by route (the rate-limited metric). */
+  readonly onLimited: (route: string) => void;
+}
+
 /**
- * Two hooks around the rate limiter: the first only decides whether the key is valid (so that the
- * limiter can bucket by key for valid keys and by IP for everything else, including wrong keys), the
- * second refuses. Keys are compared as SHA-256 digests with timingSafeEqual: constant time whatever the
- * length or encoding of what the client sent.
+ * Two hooks around the rate limiter: the first decides whether the key is valid (so that the limiter can
+ * bucket by key for valid keys and by IP for everything else, including wrong keys), the second refuses.
+ * Keys are compared as SHA-256 digests with timingSafeEqual: constant time whatever the length or
+ * encoding of what the client sent.
+ *
+ * With auth on, every presented key, on any route, is charged to the client IP's failed-auth budget
+ * before the limiter runs: once the budget is spent the request is refused with 429 whatever its key, so
+ * neither the answer nor the limiter's headers (a key bucket or an IP bucket) tell a right key from a
+ * wrong one. No key at all is not charged (it cannot be right); on a protected route it is a 401, counted
+ * by the per-IP rate limits.
  */
-export function registerAuthCheck(app: FastifyInstance, config: Config): void {
+export function registerAuthCheck(app: FastifyInstance, d: AuthCheckDeps): void {
+  const { config } = d;
   const expected = config.apiKey ? digest(Buffer.from(config.apiKey, 'utf8')) : null;
   const keyId = expected ? createHash('sha256').update(expected).digest('hex').slice(0, 16) : null;
   app.decorateRequest('apiKeyValid', false);
@@ -84,12 +100,49 @@ export function registerAuthCheck(app: FastifyInstance, config: Config): void {
   app.decorateRequest('authRefused', false);
   // Without a configured key no request can carry a valid one: the decorated defaults are the answer.
   if (expected === null) return;
-  app.addHook('onRequest', (req, _reply, done) => {
+  const admit = (req: FastifyRequest, valid: boolean): void => {
+    req.apiKeyValid = valid;
+    req.apiKeyId = valid ? keyId : null;
+  };
+  app.addHook('onRequest', (req, reply, done) => {
     const key = presented(req);
-    req.apiKeyValid = key !== null && timingSafeEqual(digest(wireBytes(key)), expected);
-    req.apiKeyId = req.apiKeyValid ? keyId : null;
-    done();
+    const valid = key !== null && timingSafeEqual(digest(wireBytes(key)), expected);
+    if (!config.requireAuth || key === null) {
+      admit(req, valid);
+      done();
+      return;
+    }
+    const settle = (b: BudgetVerdict): void => {
+      if (b.type === 'limited') {
+        refuseLimited(req, reply, d, b.retryAfterS);
+        return;
+      }
+      admit(req, valid);
+      done();
+    };
+    const charged = d.budget.charge(req.clientIp, !valid);
+    if (charged instanceof Promise) charged.then(settle, done);
+    else settle(charged);
   });
+}
+
+/** 429 without a word about the key; the hooks after this one (limiter, gate, handler) do not run. */
+function refuseLimited(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  d: AuthCheckDeps,
+  retryAfterS: number,
+): void {
+  d.onLimited(routeOf(req));
+  reply.header('retry-after', String(retryAfterS));
+  sendError(
+    req,
+    reply,
+    429,
+    'RATE_LIMIT_EXCEEDED',
+    `Too many failed authentication attempts: retry in ${retryAfterS} s`,
+    { limit: d.budget.limit, retry_after_s: retryAfterS },
+  );
 }
 
 export function registerAuthGate(app: FastifyInstance, config: Config, audit: AuditLog): void {

@@ -15,15 +15,10 @@ import { routeOf } from './hooks.ts';
 
 export type RouteLimit = 'request' | 'addProxy' | 'config' | 'reset' | 'healthCheck';
 
-/** The counter name of a bucket under the default limit: the listeners count their refusals there too. */
-export function defaultLimitKey(bucket: string): string {
-  return `default|${bucket}`;
-}
-
 /**
- * @fastify/rate-limit's store contract over the one RateCounter of the process (lib/rate-counter.ts), so
- * that the API and the listeners count a client in the same place. Each kind of limit (its groupId)
- * counts under its own name; the default limit under `default`.
+ * @fastify/rate-limit's store contract over the one RateCounter of the process (lib/rate-counter.ts),
+ * which also holds the failed-auth budget the API shares with the listeners (auth-budget.ts). Each kind
+ * of limit (its groupId) counts under its own name; the default limit under `default`.
  */
 export function counterStore(counter: RateCounter): FastifyRateLimitStoreCtor {
   class CounterStore implements FastifyRateLimitStore {
@@ -137,7 +132,7 @@ export async function registerRateLimit(app: FastifyInstance, d: RateLimitDeps):
   });
 }
 
-/** Route-level options for a route with its own limit (spec section 8). */
+/** Route-level options for a route with its own limit (ROTA_RATE_LIMIT_REQUEST, ..._ADD_PROXY, ...). */
 export function routeLimit(kind: RouteLimit, config: Config, settings: RuntimeSettings): RateLimitOptions {
   const fixed: Record<Exclude<RouteLimit, 'request'>, Rate> = {
     addProxy: config.routeRateLimits.addProxy,

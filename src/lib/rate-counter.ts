@@ -1,8 +1,9 @@
 /**
  * Fixed-window counters, one per key, shared by every door that limits a client: the API's rate limiter
- * (through the @fastify/rate-limit store adapter in http/rate-limit.ts) and the listeners' refusals. One
- * counter per key whatever the door, so that a client cannot spend its limit once per door (a key guessed
- * through the proxy listener costs the same as through the API).
+ * (through the @fastify/rate-limit store adapter in http/rate-limit.ts) and the failed-auth budget
+ * (http/auth-budget.ts) of the API and both listeners. One counter per key whatever the door, so that a
+ * client cannot spend its limit once per door (a key guessed through the proxy listener costs the same as
+ * through the API).
  *
  * This is the in-process implementation; a shared one (several instances) implements the same interface.
  */
@@ -23,7 +24,18 @@ export interface RateCounter {
   incr(key: string, windowMs: number): Count | Promise<Count>;
   /** The current count without counting (0 when the window is over). */
   peek(key: string, windowMs: number): Count | Promise<Count>;
+  /**
+   * Check and count in one atomic step: `over` (nothing counted) when the count is already at `limit`,
+   * else `under` after counting `cost` (0: only check). However many calls are in flight together, at
+   * most `limit` units are ever taken in a window.
+   */
+  take(key: string, limit: number, windowMs: number, cost: 0 | 1): Taken | Promise<Taken>;
 }
+
+/** What take() decided. `under`: the count after this call; `over`: refused, nothing counted. */
+export type Taken =
+  | { readonly type: 'under'; readonly count: number; readonly ttlMs: number }
+  | { readonly type: 'over'; readonly count: number; readonly ttlMs: number };
 
 interface Window {
   count: number;
@@ -43,6 +55,31 @@ export class MemoryRateCounter implements RateCounter {
 
   incr(key: string, windowMs: number): Count {
     const now = this.#now();
+    const w = this.#count(key, windowMs, now);
+    return { count: w.count, ttlMs: w.startedAt + windowMs - now };
+  }
+
+  peek(key: string, windowMs: number): Count {
+    const now = this.#now();
+    const w = this.#windows.get(key);
+    if (w === undefined || w.startedAt + windowMs <= now) return { count: 0, ttlMs: 0 };
+    return { count: w.count, ttlMs: w.startedAt + windowMs - now };
+  }
+
+  /** Synchronous, so nothing can come between the check and the count. */
+  take(key: string, limit: number, windowMs: number, cost: 0 | 1): Taken {
+    const now = this.#now();
+    const w = this.#windows.get(key);
+    const live = w !== undefined && w.startedAt + windowMs > now;
+    const count = live ? w.count : 0;
+    const ttlMs = live ? w.startedAt + windowMs - now : windowMs;
+    if (count >= limit) return { type: 'over', count, ttlMs };
+    if (cost === 0) return { type: 'under', count, ttlMs };
+    const after = this.#count(key, windowMs, now);
+    return { type: 'under', count: after.count, ttlMs: after.startedAt + windowMs - now };
+  }
+
+  #count(key: string, windowMs: number, now: number): Window {
     let w = this.#windows.get(key);
     if (w === undefined || w.startedAt + windowMs <= now) w = { count: 0, startedAt: now };
     w.count++;
@@ -53,13 +90,6 @@ export class MemoryRateCounter implements RateCounter {
       const oldest = this.#windows.keys().next();
       if (!oldest.done) this.#windows.delete(oldest.value);
     }
-    return { count: w.count, ttlMs: w.startedAt + windowMs - now };
-  }
-
-  peek(key: string, windowMs: number): Count {
-    const now = this.#now();
-    const w = this.#windows.get(key);
-    if (w === undefined || w.startedAt + windowMs <= now) return { count: 0, ttlMs: 0 };
-    return { count: w.count, ttlMs: w.startedAt + windowMs - now };
+    return w;
   }
 }

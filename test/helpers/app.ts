@@ -21,6 +21,7 @@ export const GENEROUS_LIMITS: Readonly<Record<string, string>> = {
   ROTA_RATE_LIMIT_CONFIG: '100000/minute',
   ROTA_RATE_LIMIT_RESET: '100000/minute',
   ROTA_RATE_LIMIT_HEALTH_CHECK: '100000/minute',
+  ROTA_AUTH_FAILURE_LIMIT: '100000/minute',
 };
 
 /** Builds the real app over real services, with logs captured in memory. */
