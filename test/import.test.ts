@@ -317,8 +317,8 @@ describe('POST proxies/import with SQLite storage (real server process)', () => 
       ]);
       const b = await send(ndjson, 'application/x-ndjson');
       assert.equal(((await b.json()) as { data: Summary }).data.created, 1);
-      // Over 100,000 lines (the byte cap is checked above through inject: a real client may see the
-      // connection closed before it reads an early 413, which is HTTP/1.1, not Rota).
+      // Over 100,000 lines (the byte cap over a real socket, with the client still sending when the 413
+      // comes: body-limit.test.ts).
       const tooBig = await send(`203.0.113.13:1:u:Tx7-pass\n${'#\n'.repeat(100_000)}`, 'text/plain');
       assert.equal(tooBig.status, 413);
       assert.equal(((await tooBig.json()) as { error: { code: string } }).error.code, 'PAYLOAD_TOO_LARGE');

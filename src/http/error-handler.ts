@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import FindMyWay from 'find-my-way';
 import { sendError } from './envelope.ts';
 import { ApiError, type ErrorCode } from './errors.ts';
+import { lingerOnClose } from './linger.ts';
 import { codeFor, toDetail } from './validation.ts';
 
 const FRAMEWORK_CODES: Record<string, { status: number; code: ErrorCode; message: string }> = {
@@ -95,6 +96,9 @@ type Answer = (req: FastifyRequest, reply: FastifyReply) => FastifyReply;
 /** Every failure to its envelope; `unmatched` answers what is really a missing route (404 or 405). */
 function errorHandler(unmatched: Answer) {
   return (err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    // A body refused unread (over its limit, of a type no parser takes): Fastify closes the connection
+    // after the answer, which must reach a client that is still sending.
+    if (reply.getHeader('connection') === 'close') lingerOnClose(req.raw);
     if (err instanceof ApiError) {
       if (err.headers) reply.headers(err.headers);
       return sendError(req, reply, err.statusCode, err.code, err.message, err.details, err.detail);
