@@ -55,7 +55,7 @@ export class ForwardGateway {
    * when no lookup is needed (a literal address, a name resolved moments ago): the common case.
    */
   #blocked(url: URL, params: ProxyParams): Refusal | null | Promise<Refusal | null> {
-    if (!this.#d.selector.hasCandidate({ onlyCountry: params.country })) return null;
+    if (!this.#d.selector.anyAdmissible(params.country)) return null;
     const known = this.#d.ssrf.checkKnown(url);
     if (known !== null) return refused(known);
     return this.#d.ssrf.check(url).then(refused);

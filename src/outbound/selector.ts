@@ -7,6 +7,7 @@ import type { Pool, ProxyEntry } from '../pool/pool.ts';
 import { createStrategy } from '../rotation/index.ts';
 import { SessionTable } from '../rotation/sessions.ts';
 import type { AttemptOutcome, Candidates, SelectionRequest, Strategy } from '../rotation/types.ts';
+import { AdmissibleCounts } from './admissible.ts';
 import { type EligibilityDeps, earliestCooled, eligibility, SlotWaiters } from './eligibility.ts';
 
 /**
@@ -31,6 +32,7 @@ export class Selector {
   private readonly sessions: SessionTable;
   private readonly rules: EligibilityDeps;
   private readonly slots = new SlotWaiters();
+  private readonly admissible: AdmissibleCounts;
 
   constructor(
     pool: Pool,
@@ -54,6 +56,7 @@ export class Selector {
       maxInFlight: deps.maxInFlight ?? 0,
     };
     this.sessions = new SessionTable({ now: deps.now });
+    this.admissible = new AdmissibleCounts(pool, breakers);
     this.strategy = this.build(settings.get().rotation_strategy);
   }
 
@@ -71,6 +74,14 @@ export class Selector {
 
   get lastRotation(): number | null {
     return this.lastRotationAt;
+  }
+
+  /**
+   * Whether any member (of `country`) is admitted by its breaker, or may be: from counts kept up to date
+   * (admissible.ts), for the question every listener call asks before its SSRF lookup.
+   */
+  anyAdmissible(country?: string): boolean {
+    return this.admissible.any(country);
   }
 
   /** Whether a pick for `req` could return a member now, without advancing any strategy. */
