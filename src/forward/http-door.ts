@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { STATUS_CODES } from '../lib/node-http.ts';
-import { HOP_BY_HOP as UPSTREAM_HOP_BY_HOP } from '../upstream/send.ts';
+import { isRotaHeader, HOP_BY_HOP as UPSTREAM_HOP_BY_HOP } from '../upstream/send.ts';
 import { type Refusal, refusal } from './answers.ts';
 import type { ForwardGateway } from './gateway.ts';
 import type { IdleSweeper } from './idle-sweep.ts';
@@ -105,7 +105,8 @@ function connectionListed(headers: IncomingHttpHeaders): string[] | null {
 }
 
 /**
- * `headers` without hop-by-hop ones, those named in Connection, and `drop`. Called twice per proxied
+ * `headers` without hop-by-hop ones, those named in Connection, X-Rota-* (the client's parameters one way,
+ * a target's or upstream proxy's imitation of Rota's answers the other), and `drop`. Called twice per proxied
  * request (request and answer headers): no Set or entry arrays built per call (a profile of the
  * absolute-URI path had the earlier version at ~2 µs per request); `drop` and Connection's list are a
  * handful of names, for which includes() is the cheapest lookup.
@@ -118,7 +119,8 @@ export function endToEnd(
   const out: Record<string, string | string[]> = {};
   for (const k of Object.keys(headers)) {
     const v = headers[k];
-    if (v === undefined || HOP_BY_HOP.has(k) || drop.includes(k) || listed?.includes(k)) continue;
+    if (v === undefined || HOP_BY_HOP.has(k) || isRotaHeader(k) || drop.includes(k) || listed?.includes(k))
+      continue;
     out[k] = v;
   }
   return out;

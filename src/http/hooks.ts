@@ -4,6 +4,7 @@ import type { AuditLog, AuditOutcome } from '../audit/audit.ts';
 import type { PromMetrics } from '../metrics/prometheus.ts';
 import type { ClientIpResolver } from './client-ip.ts';
 import { sendError } from './envelope.ts';
+import { lingerOnClose } from './linger.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
 const PRINTABLE_ID = /^[\x20-\x7e]{1,128}$/;
@@ -79,6 +80,14 @@ export function registerHooks(
     req.clientIp = clientIp.resolve(req.socket.remoteAddress, req.headers);
     reply.header('x-request-id', req.id);
     reply.headers(SECURITY_HEADERS);
+    // Node's parser takes a request line without a version as HTTP/0.9, and `HTTP/2.0` as is: refused
+    // before any route runs, so nothing such a request asks for is done or sent on.
+    if (req.raw.httpVersionMajor !== 1 || req.raw.httpVersionMinor > 1) {
+      reply.header('connection', 'close');
+      lingerOnClose(req.raw);
+      sendError(req, reply, 505, 'BAD_REQUEST', 'HTTP version not supported; send HTTP/1.1');
+      return;
+    }
     done();
   });
 

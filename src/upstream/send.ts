@@ -44,12 +44,26 @@ export function outboundHeaders(headers: Record<string, string>): Record<string,
   return out;
 }
 
-/** The answer's headers without undefined values. Object.keys, not entries: no pair array per header. */
+/**
+ * Whether a header name is in Rota's own namespace (X-Rota-*). One from a target or an upstream proxy
+ * never reaches a client, so that every X-Rota-* a client reads is Rota's. Node and undici give names in
+ * lowercase: one character compared for almost every header.
+ */
+export function isRotaHeader(name: string): boolean {
+  const c = name.charCodeAt(0);
+  if (c === 120) return name.startsWith('x-rota-');
+  return c === 88 && name.toLowerCase().startsWith('x-rota-');
+}
+
+/**
+ * The answer's headers without undefined values and without X-Rota-*. Object.keys, not entries: no pair
+ * array per header.
+ */
 function responseHeaders(h: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const k of Object.keys(h)) {
     const v = h[k];
-    if (v !== undefined) out[k] = v;
+    if (v !== undefined && !isRotaHeader(k)) out[k] = v;
   }
   return out;
 }
