@@ -6,7 +6,7 @@ import { type RawFixture, startResetter } from './fixtures/misbehaving.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 
-/** PUT config: every field takes effect on the next request (issue 4, item 1). */
+/** PUT config: every field takes effect on the next request. */
 
 interface ConfigView {
   rotation_strategy: string;

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { Api, injectTransport, type Reply } from '../src/control/api-test-kit.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 
-/** Invalid updates: every problem listed, 400 INVALID_CONFIGURATION, nothing half-applied (issue 4, 1-2). */
+/** Invalid updates: every problem listed, 400 INVALID_CONFIGURATION, nothing half-applied. */
 
 interface Detail {
   loc: (string | number)[];
@@ -101,7 +101,7 @@ describe('PUT config refuses invalid values', () => {
 });
 
 describe('retry policy', () => {
-  it('GET has the DECISIONS record and defaults', async () => {
+  it('GET has the documented record and defaults', async () => {
     assert.deepEqual(await api.data('GET', '/retry/policy'), {
       max_attempts: 3,
       backoff_strategy: 'exponential',

@@ -6,7 +6,7 @@ import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.t
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 
-/** PUT config `rate_limits` applies to the very next request (DECISIONS "Auth and rate limits"). */
+/** PUT config `rate_limits` applies to the very next request (docs/decisions.md, "Auth and rate limits"). */
 
 let target: TargetServer;
 let proxy: ForwardProxy;
@@ -15,7 +15,7 @@ let api: Api;
 
 before(async () => {
   [target, proxy] = await Promise.all([startTarget(), startForwardProxy()]);
-  // The default limit is the one under test here: back to its spec value, not the suite's generous one.
+  // The default limit is the one under test here: back to 100/minute, not the suite's generous one.
   t = await makeApp({ ROTA_SSRF_ALLOW: '127.0.0.0/8', ROTA_RATE_LIMIT: '100/minute' });
   api = await Api.over(injectTransport(t.app));
   await api.data('POST', '/proxies', { body: { url: `http://127.0.0.1:${proxy.port}` } });

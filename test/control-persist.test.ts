@@ -7,7 +7,7 @@ import { Api, fetchTransport, injectTransport } from '../src/control/api-test-ki
 import { makeApp } from './helpers/app.ts';
 import { type RunningServer, startServer } from './helpers/server.ts';
 
-/** Runtime changes survive a restart when storage is SQLite (DECISIONS "Storage"), on the real process. */
+/** Runtime changes survive a restart when storage is SQLite (docs/decisions.md, "Storage"): real process. */
 
 const dir = mkdtempSync(join(tmpdir(), 'rota-control-'));
 const running = new Set<RunningServer>();

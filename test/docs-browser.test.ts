@@ -98,7 +98,7 @@ describe('docs in headless Chromium, offline', { skip: SKIP }, () => {
   let ops: Operation[];
 
   before(async () => {
-    // With auth on, the docs must still load without a key (DECISIONS).
+    // With auth on, the docs must still load without a key (docs/decisions.md, "Auth and rate limits").
     [rota, pageTrap, browserSink] = await Promise.all([
       spawnRota({ ROTA_REQUIRE_AUTH: 'true', ROTA_API_KEY: 'docs-browser-test-key-0123456789' }),
       startTrapProxy(),

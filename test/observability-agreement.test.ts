@@ -284,7 +284,7 @@ describe('after N calls with K failed attempts, every view agrees', () => {
   });
 
   it('promtool accepts all three texts, with process metrics and real traffic in them', async () => {
-    // /metrics carries the spec's gauge rota_proxies_total: only that kind of lint finding is tolerated.
+    // /metrics carries the gauge rota_proxies_total: only that kind of lint finding is tolerated.
     assertPromtoolAccepts((await prom('/metrics')).text, '/metrics');
     for (const url of ['/metrics/retry?format=prometheus', '/metrics/circuit-breaker?format=prometheus']) {
       const r = promtoolCheck((await prom(url)).text);

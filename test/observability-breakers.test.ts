@@ -9,7 +9,7 @@ import { type RawFixture, startResetter } from './fixtures/misbehaving.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 
-/** Breaker endpoints, the `hours` windows and retention of the event and retry history (issue 4, 3-4). */
+/** Breaker endpoints, the `hours` windows and retention of the event and retry history. */
 
 interface Breaker {
   proxy_id: string;

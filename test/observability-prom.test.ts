@@ -14,7 +14,7 @@ import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.t
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 
-/** /metrics: format, aliases, bounded label sets, and series that leave with their proxy (issue 4, 6). */
+/** /metrics: format, aliases, bounded label sets, and series that leave with their proxy. */
 
 const SECRET = 'Pr0xy-Pa55word-XYZ';
 let target: TargetServer;
@@ -48,7 +48,7 @@ const seriesKeys = (samples: ParsedSample[]) =>
   new Set(samples.map((s) => `${s.name}{${Object.entries(s.labels).sort().join(',')}}`));
 
 describe('/metrics', () => {
-  it('is Prometheus text 0.0.4 that promtool parses, with the spec metrics and process metrics', async () => {
+  it('is Prometheus text 0.0.4 that promtool parses, with the five REST metrics and process ones', async () => {
     const { text, samples, type } = await scrape();
     assert.match(type, /^text\/plain; version=0\.0\.4/);
     assertPromtoolAccepts(text, '/metrics');

@@ -270,7 +270,7 @@ describe('OpenAPI document', () => {
       };
     assert.equal(body(`${API}/proxies`, 'post').properties.url?.pattern, PROXY_URL_PATTERN);
     assert.equal(body(`${API}/request`, 'post').properties.url?.pattern, TARGET_URL_PATTERN);
-    // The route schemas the validator compiled keep no such pattern: DECISIONS' answers (400) stand.
+    // The route schemas the validator compiled keep no such pattern: Rota's answers (400) stand.
     const request = routes.find((r) => r.method === 'post' && r.url === `${API}/request`);
     assert.ok(request?.schema?.body, 'POST request has a body schema');
     const url = (request.schema.body as { properties: Record<string, Record<string, unknown>> }).properties

@@ -107,7 +107,7 @@ describe('rate limits: API keys (auth on)', () => {
     }));
 });
 
-describe('rate limits: per route (spec section 8)', () => {
+describe('rate limits: per route (docs/decisions.md, "Auth and rate limits")', () => {
   it('POST proxies has its own limit; refused adds change nothing', () =>
     withApp({ ROTA_RATE_LIMIT_ADD_PROXY: '2/minute' }, async (t) => {
       let n = 0;

@@ -4,8 +4,8 @@ import { StoredPolicy } from '../control/stored-policy.ts';
 import type { ProxyStore } from '../store/types.ts';
 
 /**
- * When a target's answer is a ban of the proxy's address (DECISIONS wave 2, "Ban detection"): a status
- * code or a body pattern. Patterns are plain substrings, compared case-insensitively: no regular
+ * When a target's answer is a ban of the proxy's address (docs/decisions.md, "Bans and pair refusals"): a
+ * status code or a body pattern. Patterns are plain substrings, compared case-insensitively: no regular
  * expressions, so no pattern can make matching slow (ReDoS).
  */
 export const BanPolicySchema = Type.Object({

@@ -32,9 +32,10 @@ const CLOSED: Phase = { kind: 'closed' };
  * One proxy's breaker. Time-driven moves (open → half-open) are computed from the clock on every read,
  * so the state is right the moment the timeout has passed, with no timers to leak.
  *
- * Failures count in a sliding window: `failure_threshold` proxy-fault failures within `window_duration`
- * open it. A success in closed state does not erase earlier failures; they age out of the window. That
- * is the literal DECISIONS rule, and it keeps a proxy that fails every other request from staying closed.
+ * Failures count in a sliding window: `failure_threshold` proxy-fault failures within `window_duration` open
+ * it. A success in closed state does not erase earlier failures; they age out of the window. That is the rule
+ * as written (docs/decisions.md, "Circuit breakers"), and it keeps a proxy that fails every other request
+ * from staying closed.
  *
  * `failure_count` is, in closed state, the failures inside the window; otherwise the failures that
  * opened it plus failed trials since. Events carry the count as it is just after the transition.

@@ -14,7 +14,7 @@ function setup(extra: { historyCap?: number; retentionMs?: number } = {}) {
 }
 
 describe('BreakerRegistry', () => {
-  it('reports snapshots in spec 2.6 shape for every added breaker', () => {
+  it('reports snapshots in the GET circuit-breakers shape for every added breaker', () => {
     const { clock, reg, trip } = setup();
     reg.add('a');
     reg.add('b');

@@ -1,4 +1,4 @@
-/** Breaker states as they appear in JSON (DECISIONS "Circuit breaker"). Metric values: 0, 1, 2. */
+/** Breaker states as they appear in JSON (docs/decisions.md, "Circuit breakers"). Metric values: 0, 1, 2. */
 export type BreakerStateName = 'closed' | 'open' | 'half-open';
 
 export interface BreakerSettings {
@@ -7,7 +7,7 @@ export interface BreakerSettings {
   readonly timeoutS: number;
 }
 
-/** Spec 2.7. `timestamp` is epoch ms here; routes render ISO strings. */
+/** A breaker state-change event. `timestamp` is epoch ms here; routes render ISO strings. */
 export interface BreakerEvent {
   readonly proxy_id: string;
   readonly from_state: BreakerStateName;
@@ -17,7 +17,7 @@ export interface BreakerEvent {
   readonly reason: 'threshold' | 'timeout_elapsed' | 'trial_succeeded' | 'trial_failed' | 'manual_reset';
 }
 
-/** Spec 2.6 with epoch-ms times. */
+/** A breaker's state record (GET circuit-breakers) with epoch-ms times. */
 export interface BreakerSnapshot {
   readonly proxy_id: string;
   readonly state: BreakerStateName;

@@ -1,4 +1,4 @@
-// Tests for the proxy-username and X-Rota-* header parameters: the spec's example, every rejection,
+// Tests for the proxy-username and X-Rota-* header parameters: the documented example, every rejection,
 // case rules, header merging, and round-trip/totality properties over generated usernames.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -16,7 +16,7 @@ function rejected(result: ParamsResult): string {
 }
 
 describe('parseUsername', () => {
-  it('parses the spec example', () => {
+  it('parses the documented example', () => {
     assert.deepEqual(okParams(parseUsername('scraper-session-a1b2-country-de')), {
       label: 'scraper',
       sessionId: 'a1b2',

@@ -1,4 +1,4 @@
-/** Spec 4.2 item 3: on every response, errors included. */
+/** The security headers: on every response, errors included. */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',

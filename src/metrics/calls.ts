@@ -44,7 +44,7 @@ export interface CallRecord {
   readonly deliveredAttempt?: number;
 }
 
-/** Attempts after the first: the definition of a retry (DECISIONS "Monitoring"). */
+/** Attempts after the first: the definition of a retry (docs/decisions.md, "Monitoring"). */
 export function retriesOf(call: CallRecord): number {
   let n = 0;
   for (const a of call.attempts) if (a.attempt > 1) n++;

@@ -9,7 +9,7 @@ import type { RetryMetricsJson } from './retry.ts';
 
 export const EXPOSITION_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
-/** Spec 2.6 / DECISIONS: closed 0, open 1, half-open 2. */
+/** Breaker state as a metric value: closed 0, open 1, half-open 2 (docs/decisions.md). */
 export const BREAKER_STATE_VALUE: Readonly<Record<BreakerStateName, number>> = {
   closed: 0,
   open: 1,
@@ -148,7 +148,7 @@ function proxyRetryFamilies(
 /** A timestamp as JSON shows it (ISO string) or as the breaker keeps it (epoch ms). */
 export type TimeValue = string | number;
 
-/** Spec 2.6, as far as the text form needs it. */
+/** A breaker's state record, as far as the text form needs it. */
 export interface BreakerStateInput {
   readonly proxy_id: string;
   readonly state: BreakerStateName;
@@ -160,14 +160,14 @@ export interface BreakerStateInput {
   readonly last_state_change: TimeValue;
 }
 
-/** Spec 2.7, as far as the text form needs it. */
+/** A breaker event, as far as the text form needs it. */
 export interface BreakerEventInput {
   readonly proxy_id: string;
   readonly from_state: BreakerStateName;
   readonly to_state: BreakerStateName;
 }
 
-/** Spec 2.9 circuit breaker metrics (`data` of GET /metrics/circuit-breaker). */
+/** Circuit breaker metrics (`data` of GET /metrics/circuit-breaker). */
 export interface BreakerMetricsInput {
   readonly states: readonly BreakerStateInput[];
   readonly events: readonly BreakerEventInput[];

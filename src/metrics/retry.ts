@@ -1,6 +1,6 @@
 import { type AttemptRecord, type CallRecord, retriesOf, safeMs, successfulAttempt } from './calls.ts';
 
-/** Spec 2.9 `summary`. */
+/** `summary` of GET /metrics/retry. */
 export interface RetrySummaryJson {
   total_retries: number;
   success_by_attempt: Record<string, number>;
@@ -10,7 +10,7 @@ export interface RetrySummaryJson {
   retention_hours: number;
 }
 
-/** Spec 2.9 `timeseries` item: one hour. */
+/** `timeseries` item of GET /metrics/retry: one hour. */
 export interface RetryHourJson {
   /** ISO start of the hour (UTC). */
   timestamp: string;
@@ -21,7 +21,7 @@ export interface RetryHourJson {
   avg_latency: number;
 }
 
-/** Spec 2.9 `by_proxy` value. */
+/** `by_proxy` value of GET /metrics/retry. */
 export interface RetryProxyJson {
   proxy_id: string;
   total_attempts: number;
@@ -34,7 +34,7 @@ export interface RetryProxyJson {
   bans: number;
 }
 
-/** Spec 2.9, the whole `data` of GET /metrics/retry. */
+/** The whole `data` of GET /metrics/retry. */
 export interface RetryMetricsJson {
   summary: RetrySummaryJson;
   timeseries: RetryHourJson[];
@@ -46,7 +46,7 @@ export interface RetryMetricsOptions {
   readonly now: () => number;
   /** ROTA_METRICS_RETENTION_HOURS (1-720). */
   readonly retentionHours: number;
-  /** Breaker state-change events currently kept by the breakers (spec `circuit_breaker_events_count`). */
+  /** Breaker state-change events currently kept by the breakers (`circuit_breaker_events_count`). */
   readonly breakerEventsCount: () => number;
   /** When given, records for a proxy that no longer exists are dropped (a call in flight at deletion). */
   readonly proxyExists?: (proxyId: string) => boolean;
@@ -203,7 +203,7 @@ export class RetryMetrics {
     return out;
   }
 
-  /** Spec 2.9 `data` for GET /metrics/retry. */
+  /** `data` for GET /metrics/retry. */
   report(hours: number): RetryMetricsJson {
     return { summary: this.summary(), timeseries: this.timeseries(hours), by_proxy: this.byProxy(hours) };
   }

@@ -1,6 +1,6 @@
 import { type AttemptRecord, type CallRecord, safeMs } from './calls.ts';
 
-/** Spec 2.8 statistics, `proxy_stats` entry. */
+/** GET stats, a `proxy_stats` entry. */
 export interface ProxyStatsJson {
   proxy_id: string;
   requests: number;
@@ -9,7 +9,7 @@ export interface ProxyStatsJson {
   avg_latency_ms: number;
 }
 
-/** Spec 2.8 statistics (`data` of GET stats). */
+/** Statistics (`data` of GET stats). */
 export interface StatsJson {
   requests_total: number;
   requests_per_second: number;

@@ -49,7 +49,7 @@ export function backoffSeconds(p: RetryPolicy, attempt: number, random: () => nu
   return p.jitter ? d * random() : d;
 }
 
-/** The live policy. `max_attempts` is the same value as the config's `max_retries` (DECISIONS). */
+/** The live policy. `max_attempts` is the same value as the config's `max_retries` (docs/decisions.md). */
 export class RetryPolicyHolder extends StoredPolicy<RetryPolicy> {
   constructor(store: ProxyStore, maxAttempts: number) {
     super(store, KEY, RetryPolicySchema, { ...DEFAULT_POLICY, max_attempts: maxAttempts });

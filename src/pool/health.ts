@@ -2,8 +2,8 @@ import type { ProxyEntry } from './pool.ts';
 import type { Health } from './types.ts';
 
 /**
- * DECISIONS "Proxies": health follows consecutive proxy-attributable failures (1 → degraded,
- * 3 → unhealthy, 5 → dead); one success makes it healthy again. No state is permanent.
+ * docs/decisions.md, "Proxies and health": health follows consecutive proxy-attributable failures (1 →
+ * degraded, 3 → unhealthy, 5 → dead); one success makes it healthy again. No state is permanent.
  */
 export function healthAfter(consecutiveFailures: number): Health {
   if (consecutiveFailures >= 5) return 'dead';

@@ -6,7 +6,7 @@ export interface PoolSummary {
   failing: number;
 }
 
-/** DECISIONS "Monitoring": failing = health unhealthy/dead or breaker open. */
+/** docs/decisions.md, "Monitoring": failing = health unhealthy/dead or breaker open. */
 export function summarize(pool: Pool): PoolSummary {
   let active = 0;
   let failing = 0;

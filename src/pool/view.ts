@@ -1,7 +1,7 @@
 import type { Pool, ProxyEntry } from './pool.ts';
 import { hasCredentials } from './types.ts';
 
-/** The public shape of a proxy (spec 2.2 plus DECISIONS extras). Never includes credentials. */
+/** The public shape of a proxy (weight, country, tags included: docs/decisions.md). No credentials, ever. */
 export function proxyView(pool: Pool, e: ProxyEntry) {
   const r = e.record;
   // With shared state, the cluster's counters of this proxy (within 2 s); otherwise this process's.

@@ -7,11 +7,11 @@ function countryOf(e: ProxyEntry): string | null {
 }
 
 /**
- * Round-robin over the usable members whose `country` matches the request's `country`. When none
- * matches (or none of those is usable now), it falls back to round-robin over every usable member:
- * DECISIONS says the strategy *prefers* matching proxies, and an answer through another country
- * serves the caller better than a failed request. Without a country it is plain round-robin.
- * Members are indexed by country, so a selection does not scan the pool.
+ * Round-robin over the usable members whose `country` matches the request's `country`. When none matches (or
+ * none of those is usable now), it falls back to round-robin over every usable member: the strategy *prefers*
+ * matching proxies (docs/decisions.md, "Rotation and sessions"), and an answer through another country serves
+ * the caller better than a failed request. Without a country it is plain round-robin. Members are indexed by
+ * country, so a selection does not scan the pool.
  */
 export class GeoTargetedStrategy implements Strategy {
   readonly name = 'geo-targeted' as const;

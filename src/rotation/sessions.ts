@@ -19,10 +19,10 @@ export interface SessionDeps {
 }
 
 /**
- * Keeps each session id on one proxy, whatever the strategy (DECISIONS wave 2: one id means one proxy on
- * every path, `POST request` and the listeners alike). The strategy makes the first pick; the table
- * holds it. The TTL is an idle timeout: every use extends it, so a busy session keeps its exit address
- * and an idle one is forgotten. A session moves to another usable proxy when its proxy failed (a
+ * Keeps each session id on one proxy, whatever the strategy (docs/decisions.md, "Rotation and sessions": one
+ * id means one proxy on every path, `POST request` and the listeners alike). The strategy makes the first
+ * pick; the table holds it. The TTL is an idle timeout: every use extends it, so a busy session keeps its
+ * exit address and an idle one is forgotten. A session moves to another usable proxy when its proxy failed (a
  * proxy-fault outcome), is not usable now (breaker, exclusion), or left the pool.
  */
 export class SessionTable {

@@ -23,7 +23,7 @@ export interface SelectionRequest {
 export interface AttemptOutcome {
   readonly ok: boolean;
   readonly latencyMs: number;
-  /** true when the failure was the proxy's fault (DECISIONS "Proxies"). */
+  /** true when the failure was the proxy's fault (docs/decisions.md, "Proxies and health"). */
   readonly proxyFault: boolean;
 }
 

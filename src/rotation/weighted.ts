@@ -37,7 +37,8 @@ class RecentOutcomes {
  * fault (a target answering 503 through a working proxy is not held against it).
  *
  * Exact proportional choice needs every usable member's current weight, so this is one pass over the
- * members per call; the DECISIONS performance bound applies to round-robin, random and least-used.
+ * members per call; the selection-cost bound (a pick without a scan of the pool) applies to round-robin,
+ * random and least-used.
  */
 export class WeightedStrategy implements Strategy {
   readonly name = 'weighted' as const;

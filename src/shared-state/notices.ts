@@ -1,5 +1,5 @@
 /**
- * What one instance tells the others (DECISIONS wave 2, "Shared state"). Each notice is small and
+ * What one instance tells the others (docs/decisions.md, "Shared state"). Each notice is small and
  * idempotent: applying it twice, or after a newer one of the same subject, changes nothing wrong.
  */
 export type Notice =

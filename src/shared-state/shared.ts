@@ -9,9 +9,9 @@ import type { SessionTable } from '../rotation/sessions.ts';
 import type { InstanceStats } from './notices.ts';
 
 /**
- * Several instances as one (DECISIONS wave 2): the one place that knows whether state is shared. Without
- * ROTA_REDIS_URL everything is local (today's behaviour); with it, rate-limit counters live in Redis,
- * and breakers, sessions, cool-downs, pool and settings changes travel between instances.
+ * Several instances as one (docs/decisions.md, "Shared state"): the one place that knows whether state is
+ * shared. Without ROTA_REDIS_URL everything is local (today's behaviour); with it, rate-limit counters live
+ * in Redis, and breakers, sessions, cool-downs, pool and settings changes travel between instances.
  */
 export interface SharedStateDeps {
   readonly pool: Pool;

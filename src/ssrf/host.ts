@@ -1,9 +1,9 @@
 import type { SsrfReason } from './types.ts';
 
 /**
- * Suffixes of names that only mean something inside a private network. Beyond spec 4.1's four, `home.arpa`
- * (RFC 8375), `localdomain` and ICANN's never-to-be-delegated collision names `home` and `intranet`,
- * `private` are included: none of them can name a public site.
+ * Suffixes of names that only mean something inside a private network. Beyond `local`, `internal`, `lan`,
+ * `corp`: `home.arpa` (RFC 8375), `localdomain` and ICANN's never-to-be-delegated collision names `home` and
+ * `intranet`, `private` are included: none of them can name a public site.
  */
 const INTERNAL_SUFFIXES = [
   'local',

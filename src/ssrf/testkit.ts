@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
 import type { SsrfReason } from './types.ts';
 
-/** Every special IPv4 range from the issue, with the reason a member must get. */
+/** Every special IPv4 range the guard refuses, with the reason a member must get. */
 export const V4_SPECIAL: ReadonlyArray<readonly [string, SsrfReason]> = [
   ['0.0.0.0/8', 'unspecified'],
   ['127.0.0.0/8', 'loopback'],

@@ -1,5 +1,5 @@
 /**
- * DECISIONS: an SSRF rejection is 400 INVALID_URL with details.reason one of these.
+ * An SSRF rejection is 400 INVALID_URL with details.reason one of these (docs/decisions.md, "Errors").
  * `broadcast` (255.255.255.255) and `malformed` (a URL that does not parse reached the guard) were added to
  * the original list.
  */

@@ -28,7 +28,7 @@ export interface Document {
 }
 
 export const API = '/api/v1';
-/** Unversioned (spec section 9) yet documented: their JSON is part of the contract. `/metrics` is not. */
+/** Unversioned (outside /api/v1) yet documented: their JSON is part of the contract. `/metrics` is not. */
 export const UNVERSIONED = ['/metrics/retry', '/metrics/circuit-breaker'];
 
 export function isDocumented(url: string): boolean {

@@ -30,7 +30,11 @@ export const ErrorEnvelope = Type.Object(
     meta: Meta,
     detail: Type.Optional(Type.Array(DetailItem)),
   },
-  { $id: 'ErrorEnvelope', description: 'Error envelope (spec section 7)' },
+  {
+    $id: 'ErrorEnvelope',
+    description:
+      'Error envelope: `error.code` and `error.message`, the request id in `meta`; `detail` on a 422',
+  },
 );
 
 export function Envelope<T extends TSchema>(data: T, description = 'Success') {
@@ -57,7 +61,7 @@ export const STORAGE_UNAVAILABLE: DescribedStatus = {
   description: 'STORAGE_UNAVAILABLE: the store (PostgreSQL) is unreachable; nothing was written, try again',
 };
 
-/** 503 of a selection with no proxy to pick (DECISIONS: "Outbound requests"). */
+/** 503 of a selection with no proxy to pick (docs/decisions.md, "Requests, failover and retries"). */
 export const POOL_EMPTY: DescribedStatus = {
   status: 503,
   description:
@@ -93,11 +97,11 @@ export function publicErrorResponses(
 
 /**
  * Schema keyword for a `pattern` that the document states but a handler checks, not the schema validator,
- * because the handler's refusal is the answer DECISIONS gives: a target URL with another scheme or with
- * credentials is an SSRF refusal (400 INVALID_URL with `details.reason`), not the 422 of a schema failure;
- * a proxy URL, a CORS origin or a blank ban pattern is refused with the parser's own reason, once. docs.ts
- * writes it as `pattern` into the document; test/openapi-constraints.test.ts holds each one against the
- * code that decides. Everything else the document states, the validator enforces.
+ * because the handler's refusal is Rota's answer (docs/decisions.md, "Errors"): a target URL with another
+ * scheme or with credentials is an SSRF refusal (400 INVALID_URL with `details.reason`), not the 422 of a
+ * schema failure; a proxy URL, a CORS origin or a blank ban pattern is refused with the parser's own reason,
+ * once. docs.ts writes it as `pattern` into the document; test/openapi-constraints.test.ts holds each one
+ * against the code that decides. Everything else the document states, the validator enforces.
  */
 export const HANDLER_PATTERN = 'x-handler-pattern';
 

@@ -2,7 +2,7 @@ import { type Static, Type } from 'typebox';
 import { checkedByHandler, type DescribedStatus, Nullable } from './common.ts';
 import { BASE64_PATTERN, HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN, TARGET_URL_PATTERN } from './patterns.ts';
 
-/** The 400 of `POST request`: a target the SSRF rules refuse (DECISIONS: "Envelope, request id, errors"). */
+/** The 400 of `POST request`: a target the SSRF rules refuse (docs/decisions.md, "Errors"). */
 export const TARGET_REFUSED: DescribedStatus = {
   status: 400,
   description:
