@@ -50,8 +50,8 @@ function validationFailed(err: FastifyError, req: FastifyRequest, reply: Fastify
 }
 
 /**
- * One place where every failure becomes the section 7 envelope. Unknown errors are logged with their
- * stack and answered with a bare 500: nothing internal reaches the client.
+ * One place where every failure becomes the error envelope (schemas/common.ts). Unknown errors are logged
+ * with their stack and answered with a bare 500: nothing internal reaches the client.
  */
 export function registerErrorHandling(app: FastifyInstance): void {
   // Fastify answers 404 for a known path with another method; find it so that we can say 405 instead.

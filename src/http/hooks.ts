@@ -9,7 +9,7 @@ import { SECURITY_HEADERS } from './security-headers.ts';
 
 const PRINTABLE_ID = /^[\x20-\x7e]{1,128}$/;
 
-/** DECISIONS: reuse the client's X-Request-ID when it is 1-128 printable ASCII characters. */
+/** Reuse the client's X-Request-ID when it is 1-128 printable ASCII characters. */
 export function genReqId(req: { headers: Record<string, string | string[] | undefined> }): string {
   const v = req.headers['x-request-id'];
   return typeof v === 'string' && PRINTABLE_ID.test(v) ? v : randomUUID();
@@ -20,7 +20,7 @@ declare module 'fastify' {
     clientIp: string;
   }
   interface FastifyContextConfig {
-    /** Which error code a schema failure on this route gets (DECISIONS). */
+    /** Which error code a schema failure on this route gets (docs/decisions.md, "Errors"). */
     validation?: 'request' | 'proxy' | 'config';
     /** Name of the action in the audit log; routes without one are not audited. */
     audit?: string;
