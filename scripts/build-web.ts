@@ -1,14 +1,13 @@
 /**
- * Builds the dashboard bundle (web/src → web/dist) with the server's own esbuild options
- * (src/http/dashboard-assets.ts) and prints each file's size, raw and gzipped, for BENCHMARKS.md.
- * Run before the browser test; the server also builds on demand when web/dist is stale.
+ * Builds the dashboard bundle (web/src → web/dist, scripts/web-bundle.ts) and prints each file's size, raw
+ * and gzipped. `npm test` and `npm start` run it; the server only serves what it built.
  *
  *   node scripts/build-web.ts            build and print sizes
  *   node scripts/build-web.ts --if-stale build only when web/dist is missing or older than web/src
  */
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
-import { buildBundle, isStale } from '../src/http/dashboard-assets.ts';
+import { buildBundle, isStale } from './web-bundle.ts';
 
 const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 

@@ -174,7 +174,7 @@ async function buildWeb(): Promise<void> {
   } catch {
     return; // a production install serves the web/dist it was given
   }
-  const { buildBundle, isStale } = await import('../src/http/dashboard-assets.ts');
+  const { buildBundle, isStale } = await import('./web-bundle.ts');
   if (await isStale()) await buildBundle(esbuild);
 }
 

@@ -45,9 +45,7 @@ function sendAsset(req: FastifyRequest, reply: FastifyReply, name: OutputName, a
 
 export function dashboardRoutes(services: Services): FastifyPluginAsync {
   return async (app) => {
-    const assets = new DashboardAssets({
-      log: { info: (m) => app.log.info(m), warn: (m) => app.log.warn(m) },
-    });
+    const assets = new DashboardAssets();
 
     app.get('/dashboard', { schema: { hide: true } }, async (_req, reply) => {
       reply.header('content-security-policy', DASHBOARD_CSP).header('cache-control', 'no-store');
