@@ -10,6 +10,7 @@ import { frameworkErrorHandler, genReqId, registerHooks } from './http/hooks.ts'
 import { registerJsonParser } from './http/json-parser.ts';
 import { lazyChildLogger } from './http/lazy-logger.ts';
 import { LazySchemas } from './http/lazy-schemas.ts';
+import { registerOriginGuard } from './http/origin-guard.ts';
 import { registerRateLimit } from './http/rate-limit.ts';
 import { banRoutes } from './http/routes/bans.ts';
 import { breakerRoutes } from './http/routes/breakers.ts';
@@ -77,6 +78,12 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
   registerValidators(app, lazy);
   registerJsonParser(app, config.maxBodyBytes);
   registerHooks(app, services.clientIp, services.audit, services.prom);
+  // Before CORS, the rate limiter, auth, body parsing and every handler: a foreign Host or a write from
+  // another web origin changes nothing and costs no quota.
+  registerOriginGuard(app, {
+    allowedHosts: config.allowedHosts,
+    corsOrigins: () => services.settings.get().cors_origins,
+  });
   // CORS first, so that every answer after it (401, 429 included) carries the CORS headers.
   await app.register(cors, {
     origin: (origin, cb) => {

@@ -9,6 +9,7 @@ import {
   parseUrlVar,
   Reader,
 } from './config-reader.ts';
+import { parseAllowedHosts } from './http/origin-guard.ts';
 import type { Rate } from './lib/rate.ts';
 
 export const STRATEGIES = [
@@ -86,6 +87,8 @@ export interface Config {
   readonly proxyMaxInFlight: number;
   /** When set, the only proxy hosts Rota connects to (CIDRs and names); empty: any. */
   readonly upstreamAllow: readonly string[];
+  /** Host names (optionally `:port`) the HTTP API answers for; `*`: any (origin-guard.ts). */
+  readonly allowedHosts: readonly string[];
 }
 
 /** Thrown with every problem found, one line each, so that an operator fixes them all in one go. */
@@ -196,6 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     proxyMaxInFlight: r.int('ROTA_PROXY_MAX_IN_FLIGHT', 0, 0, 100_000),
     upstreamAllow: parseAllowList(r, 'ROTA_UPSTREAM_ALLOW'),
+    allowedHosts: parseAllowedHosts(r, r.str('ROTA_HOST', '127.0.0.1')),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     r.problems.push(

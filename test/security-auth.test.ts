@@ -171,7 +171,7 @@ describe('auth: non-ASCII keys on the wire', () => {
         const s = net.connect(port, '127.0.0.1');
         await once(s, 'connect');
         const head = Buffer.from(
-          'GET /api/v1/config HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-API-Key: ',
+          'GET /api/v1/config HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-API-Key: ',
         );
         s.end(Buffer.concat([head, value, Buffer.from('\r\n\r\n')]));
         const chunks: Buffer[] = [];

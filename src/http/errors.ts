@@ -32,6 +32,10 @@ export const ERROR_STATUS = {
   BAD_REQUEST: 400,
   CLIENT_TIMEOUT: 408,
   REQUEST_HEADERS_TOO_LARGE: 431,
+  // The Host header names a host not in ROTA_ALLOWED_HOSTS (origin-guard.ts).
+  MISDIRECTED_REQUEST: 421,
+  // A state-changing request from another web origin (origin-guard.ts).
+  FORBIDDEN_ORIGIN: 403,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

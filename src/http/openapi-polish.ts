@@ -185,7 +185,48 @@ function defaultsNotRequired(node: unknown): void {
   for (const value of Object.values(obj)) defaultsNotRequired(value);
 }
 
-function polishOperation(method: string, path: string, op: OperationObject, opts: DocsOptions): void {
+const SAFE_METHODS = new Set(['get', 'head', 'options']);
+
+/** The error envelope's content, as the first operation documenting a 500 has it. */
+function errorContent(paths: DocumentShape['paths']): ResponseObject['content'] {
+  for (const item of Object.values(paths ?? {})) {
+    for (const op of Object.values(item ?? {})) {
+      const content = (op as OperationObject | undefined)?.responses?.['500']?.content;
+      if (content) return content;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The origin guard (origin-guard.ts) answers before any route: 421 to a Host not allowed, 403 to a
+ * write from another web origin. Both are the error envelope.
+ */
+function addGuardResponses(
+  method: string,
+  responses: Record<string, ResponseObject>,
+  envelope: ResponseObject['content'],
+): void {
+  if (!envelope) return;
+  responses['421'] ??= {
+    description: 'MISDIRECTED_REQUEST: the Host header names a host not in ROTA_ALLOWED_HOSTS',
+    content: structuredClone(envelope),
+  };
+  if (SAFE_METHODS.has(method)) return;
+  responses['403'] ??= {
+    description:
+      'FORBIDDEN_ORIGIN: sent by a page of another web origin, not in ROTA_CORS_ORIGINS; nothing was changed',
+    content: structuredClone(envelope),
+  };
+}
+
+function polishOperation(
+  method: string,
+  path: string,
+  op: OperationObject,
+  opts: DocsOptions,
+  envelope: ResponseObject['content'],
+): void {
   op.operationId ??= operationIdFor(method, path);
   // @fastify/swagger marks every body required; a route that treats a missing body as {} says so.
   if (op[BODY_OPTIONAL] === true && op.requestBody) op.requestBody.required = false;
@@ -196,6 +237,7 @@ function polishOperation(method: string, path: string, op: OperationObject, opts
     if (p.in === 'query' && p.schema?.default !== undefined) p.required = false;
   }
   if (op.responses) {
+    addGuardResponses(method, op.responses, envelope);
     polishResponses(op.responses);
     if (!opts.requireAuth) {
       // Without ROTA_REQUIRE_AUTH no operation needs a key, and none answers 401.
@@ -234,10 +276,11 @@ export function polishDocument<T extends object>(generated: T, opts: DocsOptions
     if (shape.components) delete shape.components.securitySchemes;
   }
   const operations: OperationObject[] = [];
+  const envelope = errorContent(shape.paths);
   for (const [path, item] of Object.entries(shape.paths ?? {})) {
     for (const [method, op] of Object.entries(item ?? {})) {
       if (HTTP_METHODS.has(method) && op && typeof op === 'object') {
-        polishOperation(method, path, op as OperationObject, opts);
+        polishOperation(method, path, op as OperationObject, opts, envelope);
         operations.push(op as OperationObject);
       }
     }

@@ -95,9 +95,10 @@ export const CHROMIUM_MISSING: string | false = existsSync(CHROMIUM)
 
 /**
  * Headless Chromium as every browser test runs it: quiet on start-up, and with `proxyServer` (a trap
- * proxy, or Rota itself) as its proxy, so that nothing it does leaves the machine.
+ * proxy, or Rota itself) as its proxy, so that nothing it does leaves the machine. `extraArgs` are
+ * added to the command line (e.g. `--host-resolver-rules`).
  */
-export function launchChromium(proxyServer: string): Promise<Browser> {
+export function launchChromium(proxyServer: string, extraArgs: readonly string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -111,6 +112,7 @@ export function launchChromium(proxyServer: string): Promise<Browser> {
       '--disable-sync',
       `--disable-features=${DISABLED_FEATURES}`,
       `--proxy-server=${proxyServer}`,
+      ...extraArgs,
     ],
   });
 }

@@ -36,6 +36,8 @@ export async function startNginx(upstreams: readonly number[]): Promise<TestNgin
     `  upstream rota { ${upstreams.map((p) => `server 127.0.0.1:${p};`).join(' ')} keepalive 32; }`,
     `  server { listen 127.0.0.1:${port};`,
     '    location / { proxy_pass http://rota; proxy_http_version 1.1; proxy_set_header Connection "";',
+    // The client's Host goes on to Rota (which listens on loopback and answers only loopback names).
+    '      proxy_set_header Host $http_host;',
     '      proxy_set_header X-Forwarded-For $remote_addr; } }',
     '}',
   ].join('\n');
