@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -329,6 +329,11 @@ describe('rota CLI', () => {
         if (!ready) await new Promise((r) => setTimeout(r, 100));
       }
       assert.ok(ready, 'rota serve answers /ready');
+      // The same program as npm start: the bundle, built first when stale, with Rota's runtime flags.
+      const cmd = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8');
+      assert.match(cmd, /--expose-gc/, cmd);
+      const built = statSync(join(ROOT, 'dist', 'main.js')).mtimeMs;
+      assert.ok(built >= statSync(join(ROOT, 'src', 'cli', 'main.ts')).mtimeMs, 'dist/ built from src/');
     } finally {
       child.kill('SIGTERM');
       const [code] = (await once(child, 'exit')) as [number | null];

@@ -5,7 +5,9 @@
  * never a stack. Exit codes: 0 done, 1 partly done or refused (server error, invalid lines, failed
  * checks, Rota unreachable), 2 bad usage (commander's own errors included).
  */
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { checkProxies, showStatus } from './check.ts';
 import { ApiClient, baseUrl, CliError, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE } from './client.ts';
@@ -132,9 +134,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
   program
     .command('serve')
     .description('run the Rota server, configured by ROTA_* variables (as npm start does)')
-    .action(async () => {
-      await import('../main.ts');
-    });
+    .action(serve);
   proxiesCommand(program, run);
   program
     .command('check')
@@ -146,6 +146,21 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     .description('pool status, and the forward-proxy listeners')
     .action(() => run((api, json, out) => showStatus(api, out, json)));
   return program;
+}
+
+/**
+ * What `npm start` runs: scripts/build.ts (the production bundle and the dashboard, rebuilt only when
+ * stale; a production install without esbuild keeps what it was given), then the bundle, dist/main.js,
+ * which adds Rota's runtime flags itself (src/lib/node-flags.ts).
+ */
+async function serve(): Promise<void> {
+  const root = new URL('../../', import.meta.url);
+  const script = fileURLToPath(new URL('scripts/build.ts', root));
+  if (existsSync(script)) {
+    const build = spawnSync(process.execPath, [script], { stdio: 'inherit' });
+    if (build.status !== 0) throw new CliError('BUILD_FAILED', 'scripts/build.ts failed (see above)');
+  }
+  await import(new URL('dist/main.js', root).href);
 }
 
 /** Runs the command line; resolves with the exit code. */
