@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Config } from './config.ts';
 import { registerAuthCheck, registerAuthGate } from './http/auth.ts';
 import { AuthFailureBudget } from './http/auth-budget.ts';
-import { clientErrorHandler } from './http/client-error.ts';
+import { clientErrorHandler, tooManyConnectionsResponse } from './http/client-error.ts';
 import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/error-handler.ts';
 import { frameworkErrorHandler, genReqId, registerHooks } from './http/hooks.ts';
@@ -73,6 +73,8 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     clientErrorHandler: clientErrorHandler(services.logger as FastifyBaseLogger),
   });
 
+  // Connections past ROTA_MAX_CONNECTIONS(_PER_IP) get 503 TOO_MANY_CONNECTIONS before Node parses them.
+  services.connections.guard.guard(app.server, { door: 'api', answer: tooManyConnectionsResponse });
   registerErrorHandling(app);
   lazy.attach(app);
   registerValidators(app, lazy);

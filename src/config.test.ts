@@ -132,4 +132,15 @@ describe('config', () => {
     });
     assert.equal(ok.workers, 2);
   });
+
+  it('reads the connection caps: 256 per address, the total from the open-file limit unless set', () => {
+    const c = loadConfig({});
+    assert.equal(c.maxConnectionsPerIp, 256);
+    assert.equal(c.maxConnections, null, 'null: half the open-file limit, read at start');
+    const set = loadConfig({ ROTA_MAX_CONNECTIONS_PER_IP: '8', ROTA_MAX_CONNECTIONS: '100' });
+    assert.deepEqual([set.maxConnectionsPerIp, set.maxConnections], [8, 100]);
+    const problems = problemsOf({ ROTA_MAX_CONNECTIONS_PER_IP: '0', ROTA_MAX_CONNECTIONS: 'many' });
+    assert.ok(problems.some((p) => p.startsWith('ROTA_MAX_CONNECTIONS_PER_IP:')));
+    assert.ok(problems.some((p) => p.startsWith('ROTA_MAX_CONNECTIONS:')));
+  });
 });

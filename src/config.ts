@@ -77,6 +77,10 @@ export interface Config {
   readonly socksPort: number;
   /** A tunnel or streamed body with no byte either way for this long is closed. */
   readonly tunnelIdleTimeoutS: number;
+  /** Client connections one address may hold, the API and both listeners together. */
+  readonly maxConnectionsPerIp: number;
+  /** Client connections of all clients together; null: half the open-file limit (lib/fd-limit.ts). */
+  readonly maxConnections: number | null;
   /** Ban detection defaults (the ban policy's, until `PUT ban-policy` changes them). */
   readonly bans: {
     readonly statusCodes: readonly number[];
@@ -192,6 +196,9 @@ export function loadConfig(env: Env = process.env): Config {
     proxyPort: r.int('ROTA_PROXY_PORT', 8080, 0, 65535),
     socksPort: r.int('ROTA_SOCKS_PORT', 1080, 0, 65535),
     tunnelIdleTimeoutS: r.int('ROTA_TUNNEL_IDLE_TIMEOUT_S', 300, 1, 86_400),
+    maxConnectionsPerIp: r.int('ROTA_MAX_CONNECTIONS_PER_IP', 256, 1, 1_000_000),
+    maxConnections:
+      r.raw('ROTA_MAX_CONNECTIONS') === undefined ? null : r.int('ROTA_MAX_CONNECTIONS', 0, 1, 10_000_000),
     bans: {
       statusCodes: parseStatusCodes(r, 'ROTA_BAN_STATUS_CODES', [403, 429]),
       cooldownS: r.int('ROTA_BAN_COOLDOWN_S', 300, 1, 86_400),

@@ -5,6 +5,7 @@ import { type Config, ConfigError, loadConfig } from './config.ts';
 import { compileCacheAfterReady } from './lib/compile-cache.ts';
 import { processHeapTrimmer } from './lib/heap-trim.ts';
 import { createLogger } from './lib/logger.ts';
+import { logConnectionLimits } from './net/connections.ts';
 import { createServices } from './services.ts';
 import { clusterRenderer, isWorker } from './workers/metrics-ipc.ts';
 import { runPrimary } from './workers/primary.ts';
@@ -65,6 +66,7 @@ async function main(): Promise<void> {
     );
     process.exit(2);
   }
+  logConnectionLimits(logger, services.connections.limits);
   // Start-up's garbage and an idle young generation go back to the system in the first quiet second
   // (after traffic, only after 30 s of quiet: lib/heap-trim.ts; proxied calls tell traffic from start-up).
   processHeapTrimmer(() => services.stats.totals().calls).start();

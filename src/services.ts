@@ -16,6 +16,7 @@ import type { PromMetrics } from './metrics/prometheus.ts';
 import type { RetryMetrics } from './metrics/retry.ts';
 import type { CallSeries } from './metrics/series.ts'; // dashboard
 import type { StatsAggregator } from './metrics/stats.ts';
+import { type Connections, createConnections } from './net/connections.ts';
 import { Executor } from './outbound/executor.ts';
 import { RetryPolicyHolder } from './outbound/retry-policy.ts';
 import { Selector } from './outbound/selector.ts';
@@ -73,6 +74,8 @@ export interface Services {
   readonly clientIp: ClientIpResolver;
   /** The forward-proxy listeners (started by main.ts, beside the API). */
   readonly listeners: Listeners;
+  /** Caps on client connections, the API and both listeners together (net/connections.ts). */
+  readonly connections: Connections;
   /** Rate-limit counts of every door (API and listeners). */
   readonly rateCounter: RateCounter;
   /** Whether and how runtime state is shared with other instances (shared-state/). */
@@ -202,6 +205,7 @@ export async function createServices(
   const sources = createSourceManager(config, logger, { store, pool, health, ssrf, now: clock.now }); // proxy sources
   const rateCounter = shared.counter;
   const audit = new AuditLog(logger, config.auditLog);
+  const connections = createConnections(config, logger, prom.registry);
   const listeners = new Listeners({
     config,
     logger,
@@ -213,6 +217,7 @@ export async function createServices(
     selector,
     dispatchers,
     ssrf,
+    connections: connections.guard,
   });
   const services: Services = {
     config,
@@ -238,6 +243,7 @@ export async function createServices(
     prom,
     audit,
     listeners,
+    connections,
     clientIp: new ClientIpResolver(config.trustedProxies, config.clientIpHeader),
     rateCounter,
     shared,

@@ -44,7 +44,9 @@ describe('slow clients (slowloris)', () => {
   let port: number;
   let slow: Slow[] = [];
   before(async () => {
-    t = await makeApp();
+    // More sockets from one address than ROTA_MAX_CONNECTIONS_PER_IP allows by default: this test is
+    // about the timeouts (security-flood.test.ts is about the caps).
+    t = await makeApp({ ROTA_MAX_CONNECTIONS_PER_IP: '1000' });
   });
   after(async () => {
     for (const s of slow) s.socket.destroy();

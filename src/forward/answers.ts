@@ -27,6 +27,7 @@ const BY_CODE: Readonly<Record<string, Omit<Refusal, 'message' | 'code' | 'heade
   PROXY_AUTH_REQUIRED: { status: 407, socksReply: REPLY.GENERAL_FAILURE },
   RATE_LIMIT_EXCEEDED: { status: 429, socksReply: REPLY.GENERAL_FAILURE },
   INTERNAL_ERROR: { status: 500, socksReply: REPLY.GENERAL_FAILURE },
+  TOO_MANY_CONNECTIONS: { status: 503, socksReply: REPLY.GENERAL_FAILURE },
 };
 
 export type RefusalCode = keyof typeof BY_CODE;

@@ -142,19 +142,24 @@ export function writeRefusal(res: ServerResponse, r: Refusal): void {
   res.end(body);
 }
 
+/** A refusal as raw response bytes, for a socket node:http does not (or no longer) write to. */
+export function rawRefusal(r: Refusal): string {
+  const body = `${r.message}\n`;
+  const extra = Object.entries(r.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`);
+  return (
+    `HTTP/1.1 ${r.status} ${STATUS_CODES[r.status] ?? 'Error'}\r\n` +
+    `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `X-Rota-Error: ${r.code}\r\nConnection: close\r\n${extra.join('')}\r\n${body}`
+  );
+}
+
 /** A refusal written on a raw socket (CONNECT, parser errors), which then closes. */
 export function writeRawRefusal(socket: Duplex, r: Refusal): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  const body = `${r.message}\n`;
-  const extra = Object.entries(r.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`);
-  socket.end(
-    `HTTP/1.1 ${r.status} ${STATUS_CODES[r.status] ?? 'Error'}\r\n` +
-      `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `X-Rota-Error: ${r.code}\r\nConnection: close\r\n${extra.join('')}\r\n${body}`,
-  );
+  socket.end(rawRefusal(r));
   // A client that does not read its answer must not hold the socket.
   setTimeout(() => socket.destroy(), 5_000).unref();
 }

@@ -9,12 +9,14 @@ import type { Config } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import { AuthFailureBudget } from '../http/auth-budget.ts';
 import type { RateCounter } from '../lib/rate-counter.ts';
+import type { ConnectionGuard } from '../net/connection-guard.ts';
 import type { Executor } from '../outbound/executor.ts';
 import type { Selector } from '../outbound/selector.ts';
 import type { SsrfGuard } from '../ssrf/guard.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
+import { refusal } from './answers.ts';
 import { ForwardGateway } from './gateway.ts';
-import type { HttpDoorDeps } from './http-door.ts';
+import { type HttpDoorDeps, rawRefusal } from './http-door.ts';
 import { createHttpListener } from './http-listener.ts';
 import { IdleSweeper } from './idle-sweep.ts';
 import { ListenerAuth } from './listener-auth.ts';
@@ -48,7 +50,13 @@ export interface ListenersDeps {
   readonly selector: Selector;
   readonly dispatchers: DispatcherCache;
   readonly ssrf: SsrfGuard;
+  /** Connection caps shared with the API: a refused connection never reaches a listener. */
+  readonly connections: ConnectionGuard;
 }
+
+/** What a connection past the caps gets on the HTTP listener (SOCKS5: closed at once). */
+const TOO_MANY = rawRefusal(refusal('TOO_MANY_CONNECTIONS', 'Too many connections', { 'retry-after': '1' }));
+const tooMany = () => TOO_MANY;
 
 export class Listeners {
   readonly metrics: ForwardMetrics;
@@ -84,10 +92,12 @@ export class Listeners {
     const { config, logger } = this.#services;
     if (config.proxyPort !== 0) {
       this.#http = createHttpListener(this.#deps, (err) => logger.error({ err }, 'listener request failed'));
+      this.#services.connections.guard(this.#http, { door: 'http', answer: tooMany });
       await listen(this.#http, config.host, config.proxyPort);
     }
     if (config.socksPort !== 0) {
       this.#socks = createSocks5Listener(this.#deps);
+      this.#services.connections.guard(this.#socks, { door: 'socks5' });
       await listen(this.#socks, config.host, config.socksPort);
     }
   }

@@ -20,6 +20,17 @@ function classify(code: string | undefined): { code: ErrorCode; message: string 
 /** The response bytes: the envelope, the request id and the security headers, then the connection closes. */
 export function clientErrorResponse(nodeCode: string | undefined, requestId: string, now: Date): string {
   const { code, message } = classify(nodeCode);
+  return rawErrorResponse(code, message, requestId, now);
+}
+
+/** An error envelope as raw response bytes, for answers written before any request exists. */
+export function rawErrorResponse(
+  code: ErrorCode,
+  message: string,
+  requestId: string,
+  now: Date,
+  extra: Readonly<Record<string, string>> = {},
+): string {
   const status = ERROR_STATUS[code];
   const body = JSON.stringify(errorBody({ id: requestId }, code, message, null, undefined, now));
   const headers = [
@@ -28,9 +39,17 @@ export function clientErrorResponse(nodeCode: string | undefined, requestId: str
     `content-length: ${Buffer.byteLength(body)}`,
     `x-request-id: ${requestId}`,
     ...Object.entries(SECURITY_HEADERS).map(([k, v]) => `${k}: ${v}`),
+    ...Object.entries(extra).map(([k, v]) => `${k}: ${v}`),
     'connection: close',
   ];
   return `${headers.join('\r\n')}\r\n\r\n${body}`;
+}
+
+/** The answer to a connection past the connection caps (net/connection-guard.ts), which then closes. */
+export function tooManyConnectionsResponse(): string {
+  return rawErrorResponse('TOO_MANY_CONNECTIONS', 'Too many connections', randomUUID(), new Date(), {
+    'retry-after': '1',
+  });
 }
 
 /**

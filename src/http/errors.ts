@@ -32,6 +32,8 @@ export const ERROR_STATUS = {
   BAD_REQUEST: 400,
   CLIENT_TIMEOUT: 408,
   REQUEST_HEADERS_TOO_LARGE: 431,
+  // A client past ROTA_MAX_CONNECTIONS_PER_IP or ROTA_MAX_CONNECTIONS (net/connection-guard.ts).
+  TOO_MANY_CONNECTIONS: 503,
   // The Host header names a host not in ROTA_ALLOWED_HOSTS (origin-guard.ts).
   MISDIRECTED_REQUEST: 421,
   // A state-changing request from another web origin (origin-guard.ts).

@@ -50,11 +50,16 @@ export async function freePort(): Promise<number> {
  */
 export async function startServer(
   env: Readonly<Record<string, string>> = {},
-  opts: { readonly script?: string } = {},
+  opts: {
+    readonly script?: string;
+    /** A command that execs Node in its own place (same pid), e.g. `['prlimit', '--nofile=256:256', '--']`. */
+    readonly prefix?: readonly string[];
+  } = {},
 ): Promise<RunningServer> {
   for (let attempt = 1; ; attempt++) {
     const port = env.ROTA_PORT === undefined ? await freePort() : Number(env.ROTA_PORT);
-    const server = spawnServer(port, env, opts.script ?? process.env.TEST_SERVER_SCRIPT ?? 'src/main.ts');
+    const script = opts.script ?? process.env.TEST_SERVER_SCRIPT ?? 'src/main.ts';
+    const server = spawnServer(port, env, script, opts.prefix ?? []);
     try {
       await waitReady(server);
       return server;
@@ -67,9 +72,15 @@ export async function startServer(
   }
 }
 
-function spawnServer(port: number, env: Readonly<Record<string, string>>, script: string): RunningServer {
+function spawnServer(
+  port: number,
+  env: Readonly<Record<string, string>>,
+  script: string,
+  prefix: readonly string[],
+): RunningServer {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROTA_')));
-  const proc = spawn(process.execPath, [script], {
+  const [command, ...args] = [...prefix, process.execPath, script];
+  const proc = spawn(command!, args, {
     cwd: ROOT,
     // The listeners are off unless a test asks for them: their default ports would collide between servers.
     env: {
