@@ -4,6 +4,7 @@ import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { compileCacheAfterReady } from './lib/compile-cache.ts';
 import { processHeapTrimmer } from './lib/heap-trim.ts';
+import { boundDoor, logListening } from './lib/listen-log.ts';
 import { createLogger } from './lib/logger.ts';
 import { logConnectionLimits } from './net/connections.ts';
 import { createServices } from './services.ts';
@@ -66,6 +67,8 @@ async function main(): Promise<void> {
     );
     process.exit(2);
   }
+  // One line per door with the address it is bound to (the real port, also when 0 was asked for).
+  logListening(logger, [boundDoor('api', app.server.address()), ...services.listeners.info()]);
   logConnectionLimits(logger, services.connections.limits);
   // Start-up's garbage and an idle young generation go back to the system in the first quiet second
   // (after traffic, only after 30 s of quiet: lib/heap-trim.ts; proxied calls tell traffic from start-up).

@@ -4,6 +4,7 @@ import { AuditLog } from './audit/audit.ts';
 import { CooldownTable } from './bans/cooldowns.ts';
 import { BanJudge } from './bans/judge.ts';
 import { BanPolicyHolder } from './bans/policy.ts';
+import { DEFAULT_REFUSAL_TERMS, TargetRefusals } from './bans/refusals.ts';
 import { BreakerRegistry } from './breaker/registry.ts';
 import type { BreakerStateName } from './breaker/types.ts';
 import type { Config } from './config.ts';
@@ -57,6 +58,8 @@ export interface Services {
   readonly banPolicy: BanPolicyHolder;
   /** Ban cool-downs of (proxy, host) pairs. */
   readonly cooldowns: CooldownTable;
+  /** Cool-downs of (proxy, host:port) pairs after the proxy refused that target. */
+  readonly refusals: TargetRefusals;
   readonly breakers: BreakerRegistry;
   readonly dispatchers: DispatcherCache;
   readonly selector: Selector;
@@ -141,10 +144,20 @@ export async function createServices(
   });
   const cooldowns = new CooldownTable({ now: clock.now });
   const banPolicy = new BanPolicyHolder(store, config);
+  // A proxy's refusals of one target cool the pair down; many of them call for a health check (the
+  // operator's URL) before the proxy itself is judged. `health` is made below; asked only during calls.
+  const refusals = new TargetRefusals(new CooldownTable({ now: clock.now }), {
+    terms: { ...DEFAULT_REFUSAL_TERMS, maxCooldownS: config.bans.maxCooldownS },
+    confirm: (id) => {
+      logger.warn({ proxy_id: id }, 'proxy refused many targets: health-checking it');
+      health.check([id]).catch((err: unknown) => logger.error({ err }, 'health check after refusals failed'));
+    },
+  });
   const selector = new Selector(pool, breakers, settings, {
     random,
     now: clock.now,
     cooldowns,
+    refusals: refusals.table,
     maxInFlight: config.proxyMaxInFlight,
   });
   const { stats, retryMetrics, prom, series, onCall, onLateAttempt } = buildMetrics({
@@ -174,6 +187,7 @@ export async function createServices(
     connectTimeoutMs: config.connectTimeoutS * 1000,
     hedgeDelayMs: config.hedgeDelayS * 1000,
     bans,
+    refusals,
   });
   const health = new HealthChecker({
     pool,
@@ -196,6 +210,7 @@ export async function createServices(
       selector.removed(e);
       breakers.remove(id);
       cooldowns.removeProxy(id);
+      refusals.removeProxy(id);
       void dispatchers.close(id);
       stats.removeProxy(id);
       retryMetrics.removeProxy(id);
@@ -230,6 +245,7 @@ export async function createServices(
     retry,
     banPolicy,
     cooldowns,
+    refusals,
     breakers,
     dispatchers,
     selector,

@@ -2,8 +2,8 @@ import { ApiError } from '../http/errors.ts';
 import { REPLY } from './socks5-protocol.ts';
 
 /**
- * How the listeners answer when no response or tunnel could be made (DECISIONS wave 2, "Forward-proxy
- * listeners"): one registry from an error code to the HTTP listener's status and the SOCKS5 reply, so that
+ * How the listeners answer when no response or tunnel could be made (docs/decisions.md,
+ * "Listeners"): one registry from an error code to the HTTP listener's status and the SOCKS5 reply, so that
  * the two doors never disagree. Every answer carries `X-Rota-Error: <code>` and a one-line text body.
  */
 export interface Refusal {
@@ -28,6 +28,7 @@ const BY_CODE: Readonly<Record<string, Omit<Refusal, 'message' | 'code' | 'heade
   RATE_LIMIT_EXCEEDED: { status: 429, socksReply: REPLY.GENERAL_FAILURE },
   INTERNAL_ERROR: { status: 500, socksReply: REPLY.GENERAL_FAILURE },
   TOO_MANY_CONNECTIONS: { status: 503, socksReply: REPLY.GENERAL_FAILURE },
+  SERVICE_UNAVAILABLE: { status: 503, socksReply: REPLY.GENERAL_FAILURE },
 };
 
 export type RefusalCode = keyof typeof BY_CODE;
