@@ -1,5 +1,5 @@
 import type { FastifyRequest, FastifySchemaValidationError } from 'fastify';
-import { isSecretKey, REDACTED, redactDeep } from '../audit/redact.ts';
+import { redactAt } from '../audit/redact.ts';
 import type { DetailItem, ErrorCode } from './errors.ts';
 
 // FastAPI-compatible names for where a value came from.
@@ -139,8 +139,7 @@ function valueAt(root: unknown, path: (string | number)[]): unknown {
 }
 
 function safeInput(path: (string | number)[], value: unknown): unknown {
-  if (path.some((k) => typeof k === 'string' && isSecretKey(k))) return REDACTED;
-  return value === undefined ? null : redactDeep(value);
+  return redactAt(path, value ?? null);
 }
 
 /** Turns ajv's errors into FastAPI-style `detail` items; inputs are redacted. */
@@ -191,7 +190,7 @@ export function toDetail(
   return out.filter((d) => d.type !== 'none_required' || !located.has(d.loc.join('.')));
 }
 
-/** The most specific code for a set of failing fields (DECISIONS: "Envelope, request id, errors"). */
+/** The most specific code for a set of failing fields (docs/decisions.md, "Errors"). */
 export function codeFor(detail: readonly DetailItem[], urlIsTarget: boolean): ErrorCode {
   const fields = new Set(detail.map((d) => (d.loc[0] === 'body' ? d.loc[1] : undefined)));
   if (urlIsTarget && fields.has('url')) return 'INVALID_URL';

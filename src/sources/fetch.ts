@@ -15,6 +15,8 @@ export interface FetchLimits {
   readonly timeoutMs: number;
   /** Aborts the fetch (the source was replaced, or Rota is stopping). */
   readonly signal: AbortSignal;
+  /** The source's own headers (a token), over the defaults. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export type Fetched = { ok: true; text: string } | { ok: false; error: string };
@@ -73,6 +75,13 @@ async function readCapped(body: AsyncIterable<Buffer>, maxBytes: number): Promis
   return Buffer.concat(chunks, size);
 }
 
+/** Header names in lower case, so that a source's `Accept` replaces the default instead of doubling it. */
+function lowerCased(headers: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers ?? {})) out[k.toLowerCase()] = v;
+  return out;
+}
+
 /** GETs the list; never throws. */
 export async function fetchList(
   url: string,
@@ -92,7 +101,11 @@ export async function fetchList(
     const res = await request(verdict.url, {
       dispatcher: agent,
       method: 'GET',
-      headers: { 'user-agent': 'rota-proxy-source', accept: 'text/plain, text/csv, application/json, */*' },
+      headers: {
+        'user-agent': 'rota-proxy-source',
+        accept: 'text/plain, text/csv, application/json, */*',
+        ...lowerCased(limits.headers),
+      },
       signal,
       headersTimeout: limits.timeoutMs,
       bodyTimeout: limits.timeoutMs,

@@ -16,7 +16,7 @@ import { identityKey, type ProxyRecord } from '../pool/types.ts';
 import type { SsrfGuard } from '../ssrf/guard.ts';
 import type { ProxyStore } from '../store/types.ts';
 import { importList } from './bulk.ts';
-import { loadSources, type SourceConfig, saveSources } from './config.ts';
+import { loadSources, type SourceConfig, saveSources, shownSource } from './config.ts';
 import { fetchList, sourceAgent } from './fetch.ts';
 import { parseCsvList, parseJsonList } from './formats.ts';
 import { type Candidate, countLines, MAX_IMPORT_LINES, type ParsedList, parseTextList } from './lines.ts';
@@ -102,8 +102,14 @@ export class SourceManager {
     for (const r of this.running) this.fetchNow(r);
   }
 
+  /** As answered: no header value, the URL's query values masked. */
   list(): SourceView[] {
-    return this.running.map((r) => ({ ...r.config, ...r.status }));
+    return this.running.map((r) => ({ ...shownSource(r.config), ...r.status }));
+  }
+
+  /** As run, secrets included: for `PUT sources` to keep stored header values. */
+  configs(): readonly SourceConfig[] {
+    return this.running.map((r) => r.config);
   }
 
   /** Persists the new list, then swaps it in: running fetches are cancelled, each new source fetched now. */
@@ -183,6 +189,7 @@ export class SourceManager {
       maxBytes: this.d.maxBytes,
       timeoutMs: this.d.timeoutMs,
       signal,
+      headers: config.headers,
     });
     if (!fetched.ok) return failure(fetched.error);
     const list = this.parse(config, fetched.text);

@@ -225,6 +225,20 @@ export function storeContract(name: string, make: () => ProxyStore): void {
       assert.deepEqual(await all(s), [none, onlyUser, fancy, onlyPassword]);
     });
 
+    it('opens a sealed secret under its own context only; the SQL stores never keep it as given', async () => {
+      const s = await opened();
+      const secret = 'Bearer s3cr3t-ü';
+      const sealed = s.sealSecret(secret, 'source/a/authorization');
+      assert.equal(typeof sealed, 'string');
+      assert.equal(s.openSecret(sealed, 'source/a/authorization'), secret);
+      if (s.backend === 'memory') return;
+      assert.equal(sealed.includes('s3cr3t'), false);
+      assert.notEqual(s.sealSecret(secret, 'source/a/authorization'), sealed, 'a fresh IV each time');
+      assert.throws(() => s.openSecret(sealed, 'source/b/authorization'), {
+        code: 'CREDENTIAL_DECRYPT_ERROR',
+      });
+    });
+
     it('keeps its data across close() and open() of the same instance', async () => {
       const s = await opened();
       const r = rec({ username: 'kept', password: 'kept-pw' });

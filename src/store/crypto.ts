@@ -104,6 +104,15 @@ export class CredentialCipher {
   }
 }
 
+/** A secret as text in a setting: its sealed bytes in base64. */
+export function sealText(cipher: CredentialCipher, plain: string, context: string): string {
+  return cipher.seal(plain, context).toString('base64');
+}
+
+export function openText(cipher: CredentialCipher, sealed: string, context: string): string {
+  return cipher.open(Buffer.from(sealed, 'base64'), context);
+}
+
 const AAD_PREFIX = String.fromCharCode(FORMAT_V1);
 
 function aad(context: string): Buffer {

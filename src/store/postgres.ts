@@ -9,7 +9,7 @@ import type { Buffer } from 'node:buffer';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { ProxyRecord } from '../pool/types.ts';
-import { CredentialCipher, StorageKeyError } from './crypto.ts';
+import { CredentialCipher, openText, StorageKeyError, sealText } from './crypto.ts';
 import { isUnavailable, isUniqueViolation, StorageUnavailableError } from './postgres-errors.ts';
 import { ReachabilityProbe } from './postgres-probe.ts';
 import {
@@ -187,6 +187,14 @@ export class PostgresStore implements ProxyStore {
         [key, JSON.stringify(value) ?? 'null'],
       ),
     );
+  }
+
+  sealSecret(plain: string, context: string): string {
+    return sealText(this.opened().cipher, plain, context);
+  }
+
+  openSecret(sealed: string, context: string): string {
+    return openText(this.opened().cipher, sealed, context);
   }
 
   async close(): Promise<void> {

@@ -4,7 +4,14 @@ import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { BulkGate, nextTurn } from '../lib/turns.ts';
 import type { ProxyRecord } from '../pool/types.ts';
-import { CredentialCipher, describeKeySource, resolveKey, StorageKeyError } from './crypto.ts';
+import {
+  CredentialCipher,
+  describeKeySource,
+  openText,
+  resolveKey,
+  StorageKeyError,
+  sealText,
+} from './crypto.ts';
 import { migrate } from './migrations.ts';
 import { PACKED_COLUMNS, type PackedRow, recordFromPacked, recordFromRow, sealedValues } from './rows.ts';
 import { DuplicateProxyError, type ProxyStore } from './types.ts';
@@ -200,6 +207,14 @@ export class SqliteStore implements ProxyStore {
     return this.#bulk.whenIdle(() => {
       this.opened().stmts.putSetting.run(key, JSON.stringify(value) ?? 'null');
     });
+  }
+
+  sealSecret(plain: string, context: string): string {
+    return sealText(this.opened().cipher, plain, context);
+  }
+
+  openSecret(sealed: string, context: string): string {
+    return openText(this.opened().cipher, sealed, context);
   }
 
   close(): Promise<void> {

@@ -29,6 +29,13 @@ export interface ProxyStore {
   remove(id: string): Promise<boolean>;
   getSetting(key: string): Promise<unknown>;
   putSetting(key: string, value: unknown): Promise<void>;
+  /**
+   * A secret kept inside a setting (a source's header value), as text: sealed with the credentials' key by
+   * the SQL stores, as given by the memory store (which writes nothing anywhere). `context` is bound to it:
+   * opened under another context it fails (CredentialDecryptError).
+   */
+  sealSecret(plain: string, context: string): string;
+  openSecret(sealed: string, context: string): string;
   close(): Promise<void>;
 }
 

@@ -13,6 +13,7 @@ import {
   SourceListInputSchema,
   sourceProblems,
 } from '../../sources/config.ts';
+import { withKeptHeaders } from '../../sources/headers.ts';
 import { ok } from '../envelope.ts';
 import { invalidConfig, schemaProblems } from '../problems.ts';
 import { routeLimit } from '../rate-limit.ts';
@@ -61,15 +62,21 @@ export function sourceRoutes(services: Services): FastifyPluginAsync {
             'Each source is fetched through the SSRF rules, with a deadline and a byte cap ' +
             '(ROTA_MAX_IMPORT_BYTES), redirects not followed; its new proxies are health-checked first when ' +
             '`validate`, and join the pool tagged source:NAME. A failed fetch never removes a proxy. Every ' +
-            'invalid value is reported (400 INVALID_CONFIGURATION) and then nothing is changed.',
+            'invalid value is reported (400 INVALID_CONFIGURATION) and then nothing is changed. `headers` ' +
+            '(a token for the list) are stored encrypted and answered as names only, each value `***`; ' +
+            '`***` sent back keeps the stored value. Query values of `url` are answered masked.',
           body: SourceListInputSchema,
           response: { 200: Envelope(SourceList), ...errorResponses(400, 413, 415, 422) },
         },
       },
       async (req) => {
-        const problems = [...schemaProblems(req), ...(await sourceProblems(req.body, services.ssrf))];
+        const current = sources.configs();
+        const problems = [
+          ...schemaProblems(req),
+          ...(await sourceProblems(req.body, services.ssrf, current)),
+        ];
         if (problems.length > 0) throw invalidConfig(problems);
-        return ok(req, await sources.replace(req.body.map(normalize)));
+        return ok(req, await sources.replace(req.body.map((s) => withKeptHeaders(normalize(s), current))));
       },
     );
   };
