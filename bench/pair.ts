@@ -7,23 +7,23 @@
  *                                      ├──▶ squid (10 ports) ──▶ target
  *   wrk (or tunnel loops) ──▶ Rota B ──┘
  *
- * Why: on a shared 2-core machine the speed moves by tens of percent between runs of a few seconds, so
- * two builds measured one after the other cannot tell a change of a few percent (BENCHMARKS.md,
- * seventeenth session). Here each round reads both processes' CPU per call (user + system time from
+ * Why: on a shared 2-core machine the speed moves by tens of percent between runs of a few seconds, so two
+ * builds measured one after the other cannot tell a change of a few percent (BENCHMARKS.md, the 2026-11-27
+ * section "measured in pairs"). Here each round reads both processes' CPU per call (user + system time from
  * /proc over the round, divided by the calls) and the ratio B/A; the median of the rounds is the answer.
- * Which load starts first moves the ratio by a few percent (seen with the same build on both sides):
- * rounds alternate it (the `first` column), and a result worth keeping is run again with A and B swapped.
+ * Which load starts first moves the ratio by a few percent (seen with the same build on both sides): rounds
+ * alternate it (the `first` column), and a result worth keeping is run again with A and B swapped.
  *
  *   node bench/pair.ts --b-script bench/.work/old/main.js                      # dist/ (A) against an old build
  *   node bench/pair.ts --b-flags=--max-semi-space-size=0 --mode tunnel         # one flag, CONNECT tunnels
  *   node bench/pair.ts --b-env ROTA_HEDGE_DELAY_S=0 --rounds 8
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startTarget } from './lib/fixtures.ts';
 import { freePorts, installCleanup, stopAll } from './lib/proc.ts';
 import { addProxies, ROOT, startRota } from './lib/rota.ts';
+import { cpuTicks } from './lib/sample.ts';
 import { startSquid } from './lib/squid.ts';
 import { runTunnelLoad } from './lib/tunnels.ts';
 import { wrk } from './lib/wrk.ts';
@@ -54,10 +54,7 @@ interface Side {
 }
 
 /** User + system CPU of a process so far, ms (clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
+const cpuMs = (pid: number) => (cpuTicks(pid) ?? Number.NaN) * 10;
 
 function envOf(list: string): Record<string, string> {
   const pairs = list.split(',').filter(Boolean);
@@ -68,7 +65,7 @@ function envOf(list: string): Record<string, string> {
 async function load(s: Side, authority: string, durationS: number): Promise<number> {
   if (o.mode === 'tunnel') {
     const job = { mode: 'rate', proxyPort: s.port, authority, path: '/json', loops: connections } as const;
-    return (await runTunnelLoad({ ...job, durationS, maxTunnels: 10_000_000 })).tunnels;
+    return (await runTunnelLoad({ ...job, durationS })).done;
   }
   const url = `http://127.0.0.1:${s.port}/`;
   const headers = { host: authority };
@@ -90,10 +87,7 @@ async function startSide(name: 'A' | 'B', ports: readonly number[], workDir: str
       ...envOf(o[`${lower}-env`] ?? ''),
     },
   });
-  await addProxies(
-    rota.base,
-    ports.map((p) => ({ url: `http://127.0.0.1:${p}` })),
-  );
+  await addProxies(rota.base, ports);
   return { name, port: proxyPort!, pid: rota.proc.pid };
 }
 

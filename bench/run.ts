@@ -1,203 +1,151 @@
 /**
- * `npm run bench`: every workload of issue 6 against Rota and the references, one at a time, then one
- * table on stdout and in BENCHMARKS.md. `--quick` shortens every run (and the pool-scale pool) for
- * development and writes bench/.work/BENCHMARKS.quick.md instead;
- * `--only=compare,failover,scale,health,floor,forward,bans,shared,lean` runs a subset; `--profile` starts
- * every Rota with --cpu-prof (profiles in bench/.work/profiles). A reference that cannot run is marked in
- * the table; the run goes on. Workloads 8-11 (`forward`, `bans`, `shared`, `lean`) write sections of their
- * own after the targets.
+ * `npm run bench`: every scenario against Rota and its references, one at a time, then one table on
+ * stdout (Rota's figure, the reference measured in the same run, their ratio, the target, met or not)
+ * and every raw figure in bench/results/latest.json. BENCHMARKS.md is written by hand from the table.
+ *
+ *   npm run bench                              # every scenario, 20 s per measured load
+ *   npm run bench -- --only=get,connect        # some of: post floor get connect bulk failover startup
+ *   npm run bench -- --duration=2 --proxies=10000   # short loads, a smaller pool: for development
+ *   npm run bench -- --profile                 # every Rota under --cpu-prof (bench/.work/profiles)
+ *
+ * Everything runs on loopback and is started and stopped here: the target (in this process), Debian's
+ * squid (10 ports), wrk (Debian), proxywhirl (PyPI, bench/.venv), the scripts of bench/reference, Rota's
+ * production build (made here when stale). A scenario that fails is reported; the run goes on.
  */
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import { join } from 'node:path';
-import type { Ctx } from './lib/context.ts';
-import { waitForQuiet } from './lib/cpu.ts';
+import { parseArgs } from 'node:util';
 import { startTarget } from './lib/fixtures.ts';
-import { describeMachine, loadAverage } from './lib/machine.ts';
-import { type RunReport, renderSummary, writeBenchmarks } from './lib/markdown.ts';
 import { installCleanup, isInterrupted, run, stopAll } from './lib/proc.ts';
-import { ensureProxywhirl, PROXYWHIRL_VERSION } from './lib/proxywhirl.ts';
-import { emptyOutput, type WorkloadOutput } from './lib/report.ts';
+import { ensureProxywhirl, PROXYWHIRL_VERSION } from './lib/refs.ts';
+import { alone, type Ctx, type Row, renderTable, type Scenario, writeJson } from './lib/report.ts';
 import { ROOT } from './lib/rota.ts';
-import { ensureSquid, type Squid, startSquid } from './lib/squid.ts';
-import { WRK } from './lib/wrk.ts';
-import { runBans } from './workloads/bans.ts';
-import { runCompare } from './workloads/compare.ts';
-import { runFailover } from './workloads/failover.ts';
-import { runFloor } from './workloads/floor.ts';
-import { runForward } from './workloads/forward.ts';
-import { runHealth } from './workloads/health.ts';
-import { runLean } from './workloads/lean.ts';
-import { runScale } from './workloads/scale.ts';
-import { runShared } from './workloads/shared.ts';
+import { waitForQuiet } from './lib/sample.ts';
+import { ensureSquid, startSquid } from './lib/squid.ts';
+import { ensureWrk, WRK } from './lib/wrk.ts';
+import { failover } from './scenarios/failover.ts';
+import { floor } from './scenarios/floor.ts';
+import { bulk, connect, get } from './scenarios/listener.ts';
+import { post } from './scenarios/post.ts';
+import { startup } from './scenarios/startup.ts';
 
-const WORKLOADS = [
-  'compare',
-  'failover',
-  'scale',
-  'health',
-  'floor',
-  'forward',
-  'bans',
-  'shared',
-  'lean',
-] as const;
-type WorkloadName = (typeof WORKLOADS)[number];
+const SCENARIOS: Record<string, Scenario> = { post, floor, get, connect, bulk, failover, startup };
 
-function log(message: string): void {
-  process.stderr.write(`${message}\n`);
-}
+const log = (m: string) => process.stderr.write(`${m}\n`);
 
-function parseArgs(argv: readonly string[]): { quick: boolean; profile: boolean; only: Set<WorkloadName> } {
-  const quick = argv.includes('--quick');
-  const profile = argv.includes('--profile');
-  const onlyArg = argv.find((a) => a.startsWith('--only='));
-  const only = new Set<WorkloadName>();
-  for (const w of onlyArg ? onlyArg.slice('--only='.length).split(',') : WORKLOADS) {
-    if (!(WORKLOADS as readonly string[]).includes(w)) {
-      log(`unknown workload ${JSON.stringify(w)}; expected some of ${WORKLOADS.join(',')}`);
-      process.exit(2);
-    }
-    only.add(w as WorkloadName);
-  }
-  return { quick, profile, only };
-}
-
-function commandLine(quick: boolean, only: ReadonlySet<WorkloadName>): string {
-  const args = [
-    ...(quick ? ['--quick'] : []),
-    ...(only.size < WORKLOADS.length ? [`--only=${[...only].join(',')}`] : []),
-  ];
-  return args.length > 0 ? `npm run bench -- ${args.join(' ')}` : 'npm run bench';
-}
-
-async function ensureWrk(): Promise<void> {
-  if (existsSync(WRK)) return;
-  if (process.getuid?.() !== 0) throw new Error(`${WRK} is missing: apt-get install wrk`);
-  log('installing wrk with apt-get...');
-  await run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'wrk'], {
-    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    timeoutMs: 600_000,
+function options() {
+  const { values: o } = parseArgs({
+    options: {
+      only: { type: 'string', default: Object.keys(SCENARIOS).join(',') },
+      duration: { type: 'string', default: '20' },
+      warm: { type: 'string', default: '3' },
+      proxies: { type: 'string', default: '100000' },
+      profile: { type: 'boolean', default: false },
+    },
   });
-  if (!existsSync(WRK)) throw new Error('apt-get install wrk failed');
+  const only = o.only.split(',').filter(Boolean);
+  const unknown = only.filter((n) => !(n in SCENARIOS));
+  if (unknown.length > 0)
+    throw new Error(
+      `unknown scenario ${unknown.join(',')}; expected some of ${Object.keys(SCENARIOS).join(',')}`,
+    );
+  const loadS = Number(o.duration);
+  const warmS = Math.min(Number(o.warm), loadS);
+  return { only, loadS, warmS, poolSize: Number(o.proxies), profile: o.profile };
 }
 
-async function prepare(
-  workDir: string,
-): Promise<{ squid: Squid | null; squidError: string; pwError: string | null }> {
-  await ensureWrk();
-  let squid: Squid | null = null;
-  let squidError = '';
-  try {
-    await ensureSquid(log);
-    squid = await startSquid(workDir, 10);
-  } catch (e) {
-    squidError = (e as Error).message;
-    log(`squid is unavailable: ${squidError}`);
-  }
-  let pwError: string | null = null;
-  try {
-    await ensureProxywhirl(log);
-  } catch (e) {
-    pwError = (e as Error).message;
-    log(`proxywhirl is unavailable: ${pwError}`);
-  }
-  return { squid, squidError, pwError };
-}
-
-/** Each selected workload in turn, each after waiting for a quiet machine; one failing does not stop the rest. */
-async function runWorkloads(
-  ctx: Ctx,
-  only: ReadonlySet<WorkloadName>,
-  pwError: string | null,
-): Promise<{ outputs: WorkloadOutput[]; background: string[] }> {
-  const steps: Record<WorkloadName, () => Promise<WorkloadOutput>> = {
-    compare: () => runCompare(ctx, pwError),
-    failover: () => runFailover(ctx),
-    scale: () => runScale(ctx),
-    health: () => runHealth(ctx),
-    floor: () => runFloor(ctx),
-    forward: () => runForward(ctx),
-    bans: () => runBans(ctx),
-    shared: () => runShared(ctx),
-    // Workload 11 quotes workloads 1-3's peak RSS when they ran before it.
-    lean: () => runLean(ctx, outputs),
+/** The machine and the software, for the JSON and BENCHMARKS.md. */
+async function machine() {
+  const version = async (cmd: string, args: string[]) => {
+    const r = await run(cmd, args);
+    return (r.stdout + r.stderr).trim().split('\n')[0] ?? '';
   };
-  const outputs: WorkloadOutput[] = [];
-  const background: string[] = [];
-  for (const name of WORKLOADS) {
-    if (!only.has(name) || isInterrupted()) continue;
-    log(`\n== ${name}`);
-    const busy = await waitForQuiet(ctx.quick ? 0 : 600, log);
-    background.push(`${name} ${(busy * 100).toFixed(0)}%`);
-    try {
-      outputs.push(await steps[name]());
-    } catch (e) {
-      log(`${name} failed: ${(e as Error).stack ?? e}`);
-      outputs.push({ ...emptyOutput(), notes: [`${name}: the harness failed: ${(e as Error).message}`] });
-    }
-  }
-  return { outputs, background };
+  return {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    // "-dirty": the build measured has changes not yet committed.
+    commit: await version('git', ['-C', ROOT, 'describe', '--always', '--dirty']),
+    cores: os.availableParallelism(),
+    cpu: os.cpus()[0]?.model.trim() ?? 'unknown',
+    memoryGiB: Math.round(os.totalmem() / 1024 ** 3),
+    kernel: `${os.type()} ${os.release()}`,
+    node: process.version,
+    wrk: await version(WRK, ['-v']),
+    squid: await version('/usr/sbin/squid', ['-v']),
+    proxywhirl: PROXYWHIRL_VERSION,
+    loadBefore: os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' / '),
+  };
 }
 
-async function main(): Promise<void> {
-  const started = performance.now();
-  const { quick, profile, only } = parseArgs(process.argv.slice(2));
-  installCleanup(log);
-  const workDir = join(ROOT, 'bench', '.work');
-  mkdirSync(workDir, { recursive: true });
-  rmSync(join(workDir, 'logs'), { recursive: true, force: true });
-  const machine = await describeMachine();
-  log(`Rota benchmarks${quick ? ' (--quick)' : ''}: ${machine.nproc} cores, load ${machine.loadBefore}`);
-  const { squid, squidError, pwError } = await prepare(workDir);
-  // Every workload runs Rota as npm start does: the production build, made (when stale) once here.
+async function prepare(): Promise<string | null> {
+  await ensureWrk(log);
+  await ensureSquid(log);
   const built = await run(process.execPath, [join(ROOT, 'scripts', 'build.ts')], {
     cwd: ROOT,
     timeoutMs: 300_000,
   });
   if (built.code !== 0) throw new Error(`node scripts/build.ts failed: ${built.stderr.slice(0, 500)}`);
+  return ensureProxywhirl(log).then(
+    () => null,
+    (e: unknown) => (e as Error).message,
+  );
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const opts = options();
+  installCleanup(log);
+  const workDir = join(ROOT, 'bench', '.work');
+  rmSync(join(workDir, 'logs'), { recursive: true, force: true });
+  mkdirSync(workDir, { recursive: true });
+  const proxywhirlError = await prepare();
+  if (proxywhirlError) log(`proxywhirl is unavailable: ${proxywhirlError}`);
+  const about = await machine();
   const target = await startTarget();
+  const squid = await startSquid(workDir, 10);
+  const rotaFlags = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(workDir, 'profiles')}`] : [];
   const ctx: Ctx = {
-    quick,
+    patient: opts.loadS >= 10,
     workDir,
     target,
     squid,
-    squidError,
-    loadS: quick ? 4 : 20,
-    warmS: quick ? 1 : 3,
-    scaleProxies: quick ? 10_000 : 100_000,
-    rotaNodeFlags: profile ? ['--cpu-prof', `--cpu-prof-dir=${join(workDir, 'profiles')}`] : [],
+    loadS: opts.loadS,
+    warmS: opts.warmS,
+    poolSize: opts.poolSize,
+    rotaFlags,
+    proxywhirlError,
     log,
   };
-  let done: { outputs: WorkloadOutput[]; background: string[] };
+  const rows: Row[] = [];
+  const raw: Record<string, unknown> = {};
   try {
-    done = await runWorkloads(ctx, only, pwError);
+    for (const name of opts.only) {
+      if (isInterrupted()) break;
+      log(`\n== ${name}`);
+      const busy = await waitForQuiet(ctx.patient ? 600 : 0, log);
+      try {
+        const r = await SCENARIOS[name]!(ctx);
+        rows.push(...r.rows);
+        raw[name] = { otherProgramsCpuBefore: busy, ...(r.raw as object) };
+      } catch (e) {
+        log(`${name} failed: ${(e as Error).stack ?? e}`);
+        rows.push({ ...alone(name, `failed: ${(e as Error).message.slice(0, 120)}`, null), met: false });
+        raw[name] = { error: String(e) };
+      }
+    }
   } finally {
     await target.close();
     await stopAll();
   }
-  const { outputs, background } = done;
   if (isInterrupted()) return new Promise<void>(() => {}); // the signal handler exits once all is stopped
-  const report: RunReport = {
-    machine,
-    command: commandLine(quick, only),
-    quick,
-    squidVersion: squid?.version ?? `unavailable (${squidError})`,
-    proxywhirl: pwError ? `${PROXYWHIRL_VERSION} (unavailable: ${pwError})` : PROXYWHIRL_VERSION,
-    rows: outputs.flatMap((o) => o.rows),
-    targets: outputs.flatMap((o) => o.targets),
-    notes: [
-      `CPU used by other programs just before each workload (the harness waits up to 10 min for < 15%): ${background.join(', ')}.`,
-      ...outputs.flatMap((o) => o.notes),
-    ],
-    sections: outputs.flatMap((o) => o.sections ?? []),
-    loadAfter: loadAverage(),
-    elapsedS: (performance.now() - started) / 1000,
-  };
-  process.stdout.write(`\n${renderSummary(report)}\n`);
-  const full = !quick && only.size === WORKLOADS.length;
-  const out = full ? join(ROOT, 'BENCHMARKS.md') : join(workDir, 'BENCHMARKS.partial.md');
-  writeBenchmarks(out, report);
-  log(`written to ${out}`);
+  const elapsedS = Math.round((performance.now() - started) / 1000);
+  process.stdout.write(`\n${renderTable(rows)}\n`);
+  const out = join(ROOT, 'bench', 'results', 'latest.json');
+  writeJson(out, { ...about, options: opts, elapsedS, rows, raw });
+  log(`\n${elapsedS} s; raw figures in ${out}`);
 }
 
 main().then(

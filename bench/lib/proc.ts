@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import net from 'node:net';
 import { dirname } from 'node:path';
@@ -23,52 +23,47 @@ const live = new Set<Proc>();
 let interrupted = false;
 
 /** True once Ctrl-C or SIGTERM arrived: nothing new is started and no report is written. */
-export function isInterrupted(): boolean {
-  return interrupted;
+export const isInterrupted = () => interrupted;
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  for (const target of [-pid, pid]) {
+    try {
+      process.kill(target, signal);
+      return;
+    } catch {
+      // no such group (or already gone): try the process itself
+    }
+  }
 }
 
-function refuseIfInterrupted(what: string): void {
-  if (interrupted) throw new Error(`interrupted: not starting ${what}`);
-}
-
-export interface StartOptions {
+interface SpawnOptions {
   readonly env?: NodeJS.ProcessEnv;
   readonly cwd?: string;
-  /** stdout and stderr go here (appended), so that a failed start can be explained. */
-  readonly logPath: string;
+  readonly logPath?: string;
 }
 
-export function startProcess(name: string, cmd: string, args: readonly string[], o: StartOptions): Proc {
-  refuseIfInterrupted(name);
-  mkdirSync(dirname(o.logPath), { recursive: true });
-  const fd = openSync(o.logPath, 'a');
-  let child: ChildProcess;
-  try {
-    child = spawn(cmd, args, {
-      cwd: o.cwd,
-      env: o.env ?? process.env,
-      detached: true,
-      stdio: ['ignore', fd, fd],
-    });
-  } finally {
-    closeSync(fd);
-  }
+function track(name: string, cmd: string, args: readonly string[], o: SpawnOptions, stdio: StdioOptions) {
+  if (interrupted) throw new Error(`interrupted: not starting ${name}`);
+  const child: ChildProcess = spawn(cmd, args, {
+    cwd: o.cwd,
+    env: o.env ?? process.env,
+    detached: true,
+    stdio,
+  });
   let done = false;
   const exited = new Promise<string>((resolve) => {
-    child.once('exit', (code, signal) => {
-      done = true;
-      resolve(signal ?? String(code));
-    });
-    child.once('error', (e) => {
-      done = true;
-      resolve(`spawn error: ${e.message}`);
-    });
+    child.once('exit', (code, signal) => resolve(signal ?? String(code)));
+    child.once('error', (e) => resolve(`spawn error: ${e.message}`));
+  }).finally(() => {
+    done = true;
   });
   const pid = child.pid ?? -1;
   const proc: Proc = {
     name,
     pid,
-    logPath: o.logPath,
+    logPath: o.logPath ?? '',
     exited,
     hasExited: () => done,
     stop: async () => {
@@ -81,19 +76,52 @@ export function startProcess(name: string, cmd: string, args: readonly string[],
     },
   };
   live.add(proc);
-  return proc;
+  void exited.then(() => live.delete(proc));
+  return { proc, child };
 }
 
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
+/** A long-running process (squid, a gateway); stdout and stderr appended to `logPath`. */
+export function startProcess(
+  name: string,
+  cmd: string,
+  args: readonly string[],
+  o: SpawnOptions & { logPath: string },
+): Proc {
+  mkdirSync(dirname(o.logPath), { recursive: true });
+  const fd = openSync(o.logPath, 'a');
   try {
-    process.kill(-pid, signal);
-  } catch {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // already gone
-    }
+    return track(name, cmd, args, o, ['ignore', fd, fd]).proc;
+  } finally {
+    closeSync(fd);
   }
+}
+
+/** Runs a command to completion and returns its output (wrk, the tunnel load, pip, apt-get, versions). */
+export async function run(
+  cmd: string,
+  args: readonly string[],
+  o: SpawnOptions & { timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  if (interrupted) return { code: null, stdout: '', stderr: 'interrupted' };
+  const { proc, child } = track(cmd, cmd, args, o, ['ignore', 'pipe', 'pipe']);
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (b: Buffer) => {
+    stdout += b.toString('utf8');
+  });
+  child.stderr?.on('data', (b: Buffer) => {
+    stderr += b.toString('utf8');
+  });
+  const timer = o.timeoutMs ? setTimeout(() => void proc.stop(), o.timeoutMs) : null;
+  const closed = await new Promise<number | null>((resolve) => {
+    child.once('close', resolve);
+    child.once('error', (e) => {
+      stderr += e.message;
+      resolve(null);
+    });
+  });
+  if (timer) clearTimeout(timer);
+  return { code: closed, stdout, stderr };
 }
 
 /** The harness and every process it runs right now: CPU they use is ours, the rest is someone else's. */
@@ -105,18 +133,8 @@ export async function stopAll(): Promise<void> {
   await Promise.all([...live].map((p) => p.stop()));
 }
 
-/** Last resort from an `exit` handler, where nothing can be awaited. */
-function killAllNow(): void {
-  for (const p of live) if (!p.hasExited()) signalGroup(p.pid, 'SIGKILL');
-  live.clear();
-}
-
-let installed = false;
-
 /** Stops every child on Ctrl-C, SIGTERM, an uncaught error, or any other way out of the harness. */
 export function installCleanup(log: (msg: string) => void): void {
-  if (installed) return;
-  installed = true;
   const onSignal = (signal: NodeJS.Signals) => {
     interrupted = true;
     log(`\n${signal}: stopping every process the benchmark started...`);
@@ -124,11 +142,10 @@ export function installCleanup(log: (msg: string) => void): void {
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  process.once('exit', killAllNow);
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  // Last resort from an `exit` handler, where nothing can be awaited.
+  process.once('exit', () => {
+    for (const p of live) if (!p.hasExited()) signalGroup(p.pid, 'SIGKILL');
+  });
 }
 
 /** A port that was free a moment ago (the kernel picks it; the race with other programs is tiny). */
@@ -158,45 +175,5 @@ export function canConnect(port: number): Promise<boolean> {
       resolve(true);
     });
     s.once('error', () => resolve(false));
-  });
-}
-
-/** Runs a command to completion and returns its output (for wrk, pip, apt-get, version probes). */
-export function run(
-  cmd: string,
-  args: readonly string[],
-  o: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  if (interrupted) return Promise.resolve({ code: null, stdout: '', stderr: 'interrupted' });
-  return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: o.cwd, env: o.env ?? process.env, detached: true });
-    const tracked: Proc = {
-      name: cmd,
-      pid: child.pid ?? -1,
-      logPath: '',
-      exited: new Promise(() => {}),
-      hasExited: () => child.exitCode !== null || child.signalCode !== null,
-      stop: async () => {
-        live.delete(tracked);
-        if (child.pid && child.exitCode === null) signalGroup(child.pid, 'SIGKILL');
-      },
-    };
-    live.add(tracked);
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (b: Buffer) => {
-      stdout += b.toString('utf8');
-    });
-    child.stderr?.on('data', (b: Buffer) => {
-      stderr += b.toString('utf8');
-    });
-    const timer = o.timeoutMs ? setTimeout(() => void tracked.stop(), o.timeoutMs) : null;
-    const finish = (code: number | null, extra = '') => {
-      if (timer) clearTimeout(timer);
-      live.delete(tracked);
-      resolve({ code, stdout, stderr: stderr + extra });
-    };
-    child.once('error', (e) => finish(null, e.message));
-    child.once('close', (code) => finish(code));
   });
 }

@@ -31,8 +31,7 @@ export async function ensureSquid(log: (m: string) => void): Promise<void> {
 
 /**
  * squid as a plain forward proxy that keeps connections alive on both sides and does nothing else: no
- * cache, no access log, no pinger, no Via/X-Forwarded-For. `listen` are the lines that say where it
- * listens (and anything tied to its ports); the rest is common to every squid the benchmarks run.
+ * cache, no access log, no pinger, no Via/X-Forwarded-For; `listen` are its http_port lines.
  */
 function config(dir: string, listen: readonly string[]): string {
   return [
@@ -58,22 +57,20 @@ function config(dir: string, listen: readonly string[]): string {
   ].join('\n');
 }
 
-/**
- * Starts one squid in `workDir/name` listening on `ports` (the `listen` lines built from them), and
- * waits until every port accepts connections.
- */
-export async function launchSquid(
-  workDir: string,
-  name: string,
-  count: number,
-  listen: (ports: readonly number[]) => readonly string[],
-): Promise<Squid> {
+/** One squid process listening on `count` loopback ports, so that a gateway sees `count` distinct proxies. */
+export async function startSquid(workDir: string, count: number, name = 'squid'): Promise<Squid> {
   const dir = join(workDir, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const ports = await freePorts(count);
   const conf = join(dir, 'squid.conf');
-  writeFileSync(conf, config(dir, listen(ports)));
+  writeFileSync(
+    conf,
+    config(
+      dir,
+      ports.map((p) => `http_port 127.0.0.1:${p}`),
+    ),
+  );
   // Run as root, squid drops to its cache_effective_user (Debian: proxy), which must own its files.
   if (process.getuid?.() === 0) {
     const id = await run('id', ['-u', 'proxy']);
@@ -98,9 +95,4 @@ export async function launchSquid(
     }
   }
   return { ports, proc, version };
-}
-
-/** One squid process, `count` listening ports, so that a gateway sees `count` distinct proxies. */
-export function startSquid(workDir: string, count: number): Promise<Squid> {
-  return launchSquid(workDir, 'squid', count, (ports) => ports.map((p) => `http_port 127.0.0.1:${p}`));
 }

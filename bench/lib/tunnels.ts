@@ -1,125 +1,155 @@
+/**
+ * The CONNECT load generator. The harness calls runTunnelLoad(), which runs this same file in a process
+ * of its own (so that it never shares an event loop with the target or anything it measures):
+ *
+ *   node bench/lib/tunnels.ts '<job as JSON>'    (prints one line: TUNNEL_JSON {...})
+ *
+ * rate: `loops` concurrent loops of connect, CONNECT, one GET, close, for `durationS`;
+ * bulk: one tunnel, the same large GET again and again for `durationS` (at least once).
+ * Every wait is bounded: a stuck tunnel counts as a failure, never hangs the run.
+ */
 import { fileURLToPath } from 'node:url';
 import { run } from './proc.ts';
 import { raiseNofile } from './rota.ts';
+import { get, openTunnel, type Tunnel, WireError } from './tunnel-wire.ts';
 
-/**
- * The harness side of the tunnel load generator (bench/lib/tunnel-load.ts), which runs in a process of
- * its own so that it never shares an event loop with the target or anything it measures.
- */
-const LOADGEN = fileURLToPath(new URL('./tunnel-load.ts', import.meta.url));
-/** File descriptors for the load generator: 5,000 idle tunnels need 5,000 plus a few. */
-const NOFILE = 65_536;
-
-/** New tunnels per second, each carrying one GET: `loops` concurrent open-CONNECT-GET-close loops. */
-export interface RateJob {
-  readonly mode: 'rate';
+export interface TunnelJob {
+  readonly mode: 'rate' | 'bulk';
   readonly proxyPort: number;
   /** host:port of the target, for CONNECT and the Host header. */
   readonly authority: string;
   readonly path: string;
-  readonly loops: number;
   readonly durationS: number;
-  /** Upper bound on tunnels opened, whatever the duration. */
-  readonly maxTunnels: number;
+  /** rate: concurrent loops. */
+  readonly loops?: number;
 }
 
-/** Repeated downloads of `path` through one tunnel for `durationS` (at least one). */
-export interface BulkJob {
-  readonly mode: 'bulk';
-  readonly proxyPort: number;
-  readonly authority: string;
-  readonly path: string;
-  readonly durationS: number;
-}
-
-/** `count` tunnels opened and held idle for `holdS`, the proxy process `pid` watched (RSS, fds). */
-export interface IdleJob {
-  readonly mode: 'idle';
-  readonly proxyPort: number;
-  readonly authority: string;
-  readonly path: string;
-  readonly count: number;
-  readonly holdS: number;
-  readonly openConcurrency: number;
-  readonly pid: number | null;
-}
-
-export type Job = RateJob | BulkJob | IdleJob;
-
-/** Failures by kind (`timeout`, `closed`, `status 502`, `socket`...). */
-export type Failures = Record<string, number>;
-
-export interface RateResult {
-  readonly tunnels: number;
-  readonly failed: Failures;
-  readonly durationS: number;
+export interface TunnelResult {
+  /** rate: tunnels that carried their GET; bulk: downloads completed. */
+  readonly done: number;
+  readonly failed: number;
+  readonly firstFailure: string | null;
+  readonly seconds: number;
   readonly perS: number;
-  /** From the TCP connect to the last byte of the answer, per tunnel. */
+  readonly bytes: number;
+  readonly mibps: number;
+  /** rate: from the TCP connect to the last byte of the answer, per tunnel. */
   readonly p50Ms: number;
   readonly p99Ms: number;
-  /** The load generator's own CPU per tunnel, µs. */
+  /** The load generator's own CPU per tunnel (or download), µs. */
   readonly loadgenUs: number;
-  /** Completed tunnels whose CONNECT answer carried X-Rota-Proxy-Id. */
-  readonly withProxyId: number;
 }
 
-export interface BulkResult {
-  readonly bytes: number;
-  readonly seconds: number;
-  readonly mibps: number;
-  readonly downloads: number;
-  readonly failed: Failures;
-}
-
-export interface IdleResult {
-  /** Tunnels the proxy answered with a 2xx. */
-  readonly answered: number;
-  /** Of those, answers that carried X-Rota-Proxy-Id. */
-  readonly withProxyId: number;
-  readonly failed: Failures;
-  readonly openMs: number;
-  readonly rssBeforeMb: number | null;
-  readonly rssOpenMb: number | null;
-  readonly rssPeakMb: number | null;
-  readonly fdBefore: number | null;
-  readonly fdOpen: number | null;
-  /** Descriptors after closing every tunnel, once back at `fdBefore` or after the wait ran out. */
-  readonly fdAfter: number | null;
-  /** Time from closing the last tunnel until the proxy was back at `fdBefore`; null if it never was. */
-  readonly fdReleaseMs: number | null;
-  /** Tunnels that still carried a GET and its 200 after the hold. */
-  readonly usable: number;
-}
-
-export type ResultOf<J extends Job> = J extends RateJob
-  ? RateResult
-  : J extends BulkJob
-    ? BulkResult
-    : IdleResult;
-
-export const RESULT_PREFIX = 'TUNNEL_JSON ';
+const PREFIX = 'TUNNEL_JSON ';
+const TIMEOUT_MS = 30_000;
 
 /** Runs one job in a fresh load-generator process (descriptor limit raised); returns its figures. */
-export async function runTunnelLoad<J extends Job>(job: J): Promise<ResultOf<J>> {
-  const limitS = job.mode === 'idle' ? job.holdS + 240 : job.durationS + 90;
-  const script = `${raiseNofile(NOFILE)}; exec "$0" "$@"`;
-  const r = await run('bash', ['-c', script, process.execPath, LOADGEN, JSON.stringify(job)], {
-    timeoutMs: limitS * 1000,
+export async function runTunnelLoad(job: TunnelJob): Promise<TunnelResult> {
+  const self = fileURLToPath(import.meta.url);
+  const script = `${raiseNofile(65_536)}; exec "$0" "$@"`;
+  const r = await run('bash', ['-c', script, process.execPath, self, JSON.stringify(job)], {
+    timeoutMs: (job.durationS + 90) * 1000,
   });
-  const line = r.stdout.split('\n').find((l) => l.startsWith(RESULT_PREFIX));
+  const line = r.stdout.split('\n').find((l) => l.startsWith(PREFIX));
   if (r.code !== 0 || !line) {
     const why = (r.stderr || r.stdout).trim().slice(-300) || 'no output';
     throw new Error(`tunnel load generator failed (exit ${r.code}): ${why}`);
   }
-  return JSON.parse(line.slice(RESULT_PREFIX.length)) as ResultOf<J>;
+  return JSON.parse(line.slice(PREFIX.length)) as TunnelResult;
 }
 
-/** "12 timeout, 3 status 502", or "none". */
-export function failuresText(f: Failures): string {
-  const parts = Object.entries(f).map(([kind, n]) => `${n} ${kind}`);
-  return parts.length > 0 ? parts.join(', ') : 'none';
+class Tally {
+  done = 0;
+  failed = 0;
+  bytes = 0;
+  firstFailure: string | null = null;
+  readonly latencies: number[] = [];
+  private readonly cpu0 = process.cpuUsage();
+  private readonly t0 = performance.now();
+
+  fail(e: unknown): void {
+    this.failed++;
+    this.firstFailure ??= e instanceof WireError ? e.kind : String(e);
+  }
+
+  result(): TunnelResult {
+    const seconds = (performance.now() - this.t0) / 1000;
+    const cpu = process.cpuUsage(this.cpu0);
+    const sorted = this.latencies.sort((a, b) => a - b);
+    const pct = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
+    const { done, failed, bytes, firstFailure } = this;
+    const [perS, mibps, p50Ms, p99Ms] = [done / seconds, bytes / 1024 / 1024 / seconds, pct(0.5), pct(0.99)];
+    const loadgenUs = done > 0 ? (cpu.user + cpu.system) / done : 0;
+    return { done, failed, firstFailure, seconds, perS, bytes, mibps, p50Ms, p99Ms, loadgenUs };
+  }
 }
 
-export function failureCount(f: Failures): number {
-  return Object.values(f).reduce((a, b) => a + b, 0);
+async function expect200(t: Tunnel, job: TunnelJob, rest: Buffer): Promise<{ bytes: number; rest: Buffer }> {
+  const r = await get(t.socket, rest, job.authority, job.path, TIMEOUT_MS);
+  if (r.status !== 200) throw new WireError(`target status ${r.status}`, `GET answered ${r.status}`);
+  return { bytes: r.bodyBytes, rest: r.rest };
+}
+
+async function rate(job: TunnelJob): Promise<TunnelResult> {
+  const tally = new Tally();
+  const end = performance.now() + job.durationS * 1000;
+  const loop = async () => {
+    while (performance.now() < end) {
+      const t0 = performance.now();
+      try {
+        const t = await openTunnel(job.proxyPort, job.authority, TIMEOUT_MS);
+        await expect200(t, job, t.rest).finally(() => t.socket.destroy());
+        tally.latencies.push(performance.now() - t0);
+        tally.done++;
+      } catch (e) {
+        tally.fail(e);
+        await new Promise((r) => setTimeout(r, 5)); // a proxy refusing at once must not make a busy spin
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: job.loops ?? 50 }, loop));
+  return tally.result();
+}
+
+async function bulk(job: TunnelJob): Promise<TunnelResult> {
+  const tally = new Tally();
+  try {
+    const t = await openTunnel(job.proxyPort, job.authority, TIMEOUT_MS);
+    const end = performance.now() + job.durationS * 1000;
+    let rest = t.rest;
+    try {
+      do {
+        const r = await expect200(t, job, rest);
+        rest = r.rest;
+        tally.bytes += r.bytes;
+        tally.done++;
+      } while (performance.now() < end);
+    } finally {
+      t.socket.destroy();
+    }
+  } catch (e) {
+    tally.fail(e);
+  }
+  return tally.result();
+}
+
+if (import.meta.main) {
+  const job = JSON.parse(process.argv[2] ?? '{}') as TunnelJob;
+  setTimeout(
+    () => {
+      process.stderr.write('tunnels: still running long after its duration; giving up\n');
+      process.exit(3);
+    },
+    (job.durationS + 75) * 1000,
+  ).unref();
+  (job.mode === 'rate' ? rate(job) : bulk(job)).then(
+    (r) => {
+      process.stdout.write(`${PREFIX}${JSON.stringify(r)}\n`);
+      process.exit(0);
+    },
+    (e: unknown) => {
+      process.stderr.write(`tunnels: ${(e as Error).stack ?? String(e)}\n`);
+      process.exit(1);
+    },
+  );
 }

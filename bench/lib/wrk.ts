@@ -1,6 +1,6 @@
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ForeignCpuWatch } from './cpu.ts';
-import { ourPids, run } from './proc.ts';
+import { run } from './proc.ts';
 
 const SCRIPT = fileURLToPath(new URL('../wrk/bench.lua', import.meta.url));
 export const WRK = '/usr/bin/wrk';
@@ -18,6 +18,8 @@ export interface WrkOptions {
   readonly timeoutS?: number;
 }
 
+const ERRORS = ['connect', 'read', 'write', 'status', 'timeout'] as const;
+
 export interface WrkResult {
   readonly requests: number;
   readonly durationS: number;
@@ -29,31 +31,8 @@ export interface WrkResult {
   readonly p90Ms: number;
   readonly p99Ms: number;
   readonly maxMs: number;
-  /** Share of the machine's CPU used by programs outside the benchmark during the run (0-1). */
-  readonly foreignCpu: number;
-  readonly errors: {
-    readonly connect: number;
-    readonly read: number;
-    readonly write: number;
-    /** Responses with a status of 400 or more. */
-    readonly status: number;
-    readonly timeout: number;
-  };
-}
-
-interface Raw {
-  requests: number;
-  duration_us: number;
-  bytes: number;
-  connect: number;
-  read: number;
-  write: number;
-  status: number;
-  timeout: number;
-  p50_us: number;
-  p90_us: number;
-  p99_us: number;
-  max_us: number;
+  /** Socket errors and timeouts as wrk counts them; `status`: answers of 400 or more. */
+  readonly errors: Record<(typeof ERRORS)[number], number>;
 }
 
 /**
@@ -77,38 +56,63 @@ export async function wrk(o: WrkOptions): Promise<WrkResult> {
     o.body ?? '',
     ...Object.entries(o.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
   ];
-  const watch = new ForeignCpuWatch(ourPids);
   const r = await run(WRK, args, { timeoutMs: (o.durationS + (o.timeoutS ?? 30) + 30) * 1000 });
-  const foreignCpu = watch.stop();
   const line = r.stdout.split('\n').find((l) => l.startsWith('BENCH_JSON '));
   if (r.code !== 0 || !line) {
     throw new Error(`wrk failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().slice(0, 300)}`);
   }
-  const raw = JSON.parse(line.slice('BENCH_JSON '.length)) as Raw;
-  const durationS = raw.duration_us / 1e6;
+  const raw = JSON.parse(line.slice('BENCH_JSON '.length)) as Record<string, number>;
+  const f = (name: string) => raw[name] ?? Number.NaN;
+  const durationS = f('duration_us') / 1e6;
   return {
-    requests: raw.requests,
+    requests: f('requests'),
     durationS,
-    bytes: raw.bytes,
-    rps: raw.requests / durationS,
-    mibps: raw.bytes / durationS / (1024 * 1024),
-    p50Ms: raw.p50_us / 1000,
-    p90Ms: raw.p90_us / 1000,
-    p99Ms: raw.p99_us / 1000,
-    maxMs: raw.max_us / 1000,
-    foreignCpu,
-    errors: {
-      connect: raw.connect,
-      read: raw.read,
-      write: raw.write,
-      status: raw.status,
-      timeout: raw.timeout,
-    },
+    bytes: f('bytes'),
+    rps: f('requests') / durationS,
+    mibps: f('bytes') / durationS / (1024 * 1024),
+    p50Ms: f('p50_us') / 1000,
+    p90Ms: f('p90_us') / 1000,
+    p99Ms: f('p99_us') / 1000,
+    maxMs: f('max_us') / 1000,
+    errors: Object.fromEntries(ERRORS.map((e) => [e, f(e)])) as WrkResult['errors'],
   };
 }
 
-/** Requests that did not end in a 2xx/3xx answer, as wrk counts them. */
-export function failures(r: WrkResult): number {
-  const e = r.errors;
-  return e.status + e.timeout + e.connect + e.read + e.write;
+/** Successful requests per second (answers below 400). */
+export function goodput(w: WrkResult): number {
+  return (w.requests - w.errors.status) / w.durationS;
+}
+
+/** Two runs of the same subject (the direct path before and after the gateways) as one. */
+export function pooled(a: WrkResult, b: WrkResult): WrkResult {
+  const requests = a.requests + b.requests;
+  const durationS = a.durationS + b.durationS;
+  const bytes = a.bytes + b.bytes;
+  const mean = (x: number, y: number) => (x + y) / 2;
+  return {
+    requests,
+    durationS,
+    bytes,
+    rps: requests / durationS,
+    mibps: bytes / durationS / (1024 * 1024),
+    p50Ms: mean(a.p50Ms, b.p50Ms),
+    p90Ms: mean(a.p90Ms, b.p90Ms),
+    p99Ms: mean(a.p99Ms, b.p99Ms),
+    maxMs: Math.max(a.maxMs, b.maxMs),
+    errors: Object.fromEntries(ERRORS.map((k) => [k, a.errors[k] + b.errors[k]])) as WrkResult['errors'],
+  };
+}
+
+/** Debian's wrk, installed with apt-get when missing and we are root. */
+export async function ensureWrk(log: (m: string) => void): Promise<void> {
+  if (existsSync(WRK)) return;
+  if (process.getuid?.() !== 0) throw new Error(`${WRK} is missing: apt-get install wrk`);
+  log('installing wrk with apt-get...');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  const args = ['install', '-y', '-qq', '--no-install-recommends', 'wrk'];
+  if ((await run('apt-get', args, { env, timeoutMs: 600_000 })).code !== 0) {
+    await run('apt-get', ['update', '-qq'], { env, timeoutMs: 300_000 });
+    await run('apt-get', args, { env, timeoutMs: 600_000 });
+  }
+  if (!existsSync(WRK)) throw new Error('apt-get install wrk failed');
 }

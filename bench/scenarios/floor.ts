@@ -1,0 +1,57 @@
+import { forwardOptions, type Measured, measureWrk, postOptions } from '../lib/measure.ts';
+import { startReference } from '../lib/refs.ts';
+import { type Ctx, type ScenarioResult, versus } from '../lib/report.ts';
+import { startRotaWithPool } from '../lib/rota.ts';
+import { goodput, pooled, type WrkResult } from '../lib/wrk.ts';
+
+/**
+ * The relay floor: the least a Node.js gateway on Rota's stack can do per `POST request` call,
+ * bench/reference/relay.ts (node:http, one undici Pool per squid port, the same JSON envelope), and the
+ * same relay on Rota's HTTP layer, bench/reference/fastify-relay.ts (Fastify, request id, security
+ * headers, CORS, rate limit, validated body, one log line), next to Rota, at 50 connections, between two
+ * direct runs. The figure that matters is each gateway's own CPU per call: on 2 shared cores req/s moves
+ * with everything else on the machine, CPU per call much less.
+ */
+async function reference(ctx: Ctx, name: string): Promise<Measured<WrkResult>> {
+  const ref = await startReference(ctx.workDir, name, ctx.squid.ports);
+  try {
+    return await measureWrk(ctx, { ...postOptions(ref.base, ctx.target.jsonUrl), connections: 50 }, ref.pid);
+  } finally {
+    await ref.stop();
+  }
+}
+
+const cpuOf = (m: Measured<WrkResult>) => m.cpu.perCallUs.subject ?? null;
+
+export async function floor(ctx: Ctx): Promise<ScenarioResult> {
+  const url = ctx.target.jsonUrl;
+  const direct = () =>
+    measureWrk(ctx, { ...forwardOptions(ctx.squid.ports[0]!, url), connections: 50 }, null);
+  ctx.log('  relay floor: direct, relay, Fastify relay, Rota, direct');
+  const before = await direct();
+  const relay = await reference(ctx, 'relay');
+  const fastify = await reference(ctx, 'fastify-relay');
+  const rota = await startRotaWithPool(
+    { name: 'floor', workDir: ctx.workDir, nodeFlags: ctx.rotaFlags },
+    ctx.squid.ports,
+    url,
+  );
+  let mine: Measured<WrkResult>;
+  try {
+    mine = await measureWrk(ctx, { ...postOptions(rota.base, url), connections: 50 }, rota.proc.pid);
+  } finally {
+    await rota.stop();
+  }
+  const after = await direct();
+  const S = 'Relay floor';
+  const directRps = goodput(pooled(before.load, after.load));
+  return {
+    rows: [
+      versus(S, 'gateway CPU µs per call', cpuOf(mine), 'relay', cpuOf(relay), { max: 1.15 }),
+      versus(S, 'gateway CPU µs per call', cpuOf(mine), 'Fastify relay', cpuOf(fastify)),
+      versus(S, 'req/s, 50 conns', goodput(mine.load), 'relay', goodput(relay.load)),
+      versus(S, 'req/s, 50 conns', goodput(mine.load), 'direct', directRps),
+    ],
+    raw: { before, relay, fastify, rota: mine, after },
+  };
+}

@@ -1,0 +1,115 @@
+import { forwardOptions, type Measured, measureWrk, postOptions } from '../lib/measure.ts';
+import { PROXYWHIRL_VERSION, startProxywhirl } from '../lib/refs.ts';
+import { alone, type Ctx, type Row, type ScenarioResult, versus } from '../lib/report.ts';
+import { probe, startRotaWithPool } from '../lib/rota.ts';
+import { goodput, pooled, type WrkResult } from '../lib/wrk.ts';
+
+/**
+ * `POST /api/v1/request` (Rota's REST call: a GET through the pool, answered as a JSON envelope) against
+ * the direct path (wrk straight through squid, run before and after Rota and pooled) and proxywhirl's
+ * same call, at 50 connections (small JSON), 1 connection (latency) and 10 connections (1 MiB bodies).
+ * Every phase starts both gateways afresh, so no figure carries what an earlier phase left.
+ *
+ *   wrk ──▶ squid ──▶ target                          (direct)
+ *   wrk ──▶ Rota | proxywhirl ──▶ squid (10 ports) ──▶ target
+ */
+const PHASES = [
+  { key: 'json50', connections: 50, big: false },
+  { key: 'json1', connections: 1, big: false },
+  { key: 'big10', connections: 10, big: true },
+] as const;
+
+type Phase = (typeof PHASES)[number];
+type Runs = Record<'direct' | 'rota' | 'proxywhirl', Measured<WrkResult> | string>;
+
+async function phaseRuns(ctx: Ctx, phase: Phase): Promise<Runs> {
+  const url = phase.big ? ctx.target.bigUrl : ctx.target.jsonUrl;
+  const ports = ctx.squid.ports;
+  const o = { connections: phase.connections };
+  const direct = () => measureWrk(ctx, { ...forwardOptions(ports[0]!, url), ...o }, null);
+  ctx.log(`  POST request, ${phase.key}: direct, Rota, direct, proxywhirl`);
+  const rota = await startRotaWithPool(
+    { name: `post-${phase.key}`, workDir: ctx.workDir, nodeFlags: ctx.rotaFlags },
+    ports,
+    url,
+  );
+  const runs: Partial<Runs> = {};
+  // proxywhirl failing to start is a cell of the table, not the end of the scenario.
+  const pw = await startProxywhirl(ctx.workDir, ports, ctx.proxywhirlError).catch(
+    (e: unknown) => `proxywhirl: ${(e as Error).message}`,
+  );
+  try {
+    if (typeof pw !== 'string') await probe(pw.base, url, pw.headers);
+    const before = await direct();
+    runs.rota = await measureWrk(ctx, { ...postOptions(rota.base, url), ...o }, rota.proc.pid);
+    const after = await direct();
+    runs.direct = { ...before, load: pooled(before.load, after.load) };
+    runs.proxywhirl =
+      typeof pw === 'string'
+        ? pw
+        : await measureWrk(ctx, { ...postOptions(pw.base, url, pw.headers), ...o }, pw.pid);
+  } finally {
+    await rota.stop();
+    if (typeof pw !== 'string') await pw.stop();
+  }
+  return runs as Runs;
+}
+
+const wrkOf = (m: Measured<WrkResult> | string) => (typeof m === 'string' ? null : m.load);
+const fig = (m: Measured<WrkResult> | string, f: (w: WrkResult) => number) => {
+  const w = wrkOf(m);
+  return w === null ? null : f(w);
+};
+
+function rows(all: Record<Phase['key'], Runs>): Row[] {
+  const S = 'POST request';
+  const pwName = `proxywhirl ${PROXYWHIRL_VERSION}`;
+  const { json50: a, json1: b, big10: c } = all;
+  const addedP50 =
+    (fig(b.rota, (w) => w.p50Ms) ?? Number.NaN) - (fig(b.direct, (w) => w.p50Ms) ?? Number.NaN);
+  const peaks = [a, b, c].map((r) =>
+    typeof r.rota === 'string' ? Number.NaN : (r.rota.peakMb ?? Number.NaN),
+  );
+  return [
+    versus(S, 'req/s, 50 conns', fig(a.rota, goodput), 'direct', fig(a.direct, goodput), { min: 0.5 }),
+    versus(S, 'req/s, 50 conns', fig(a.rota, goodput), pwName, fig(a.proxywhirl, goodput), { min: 10 }),
+    versus(
+      S,
+      'p99 ms, 50 conns',
+      fig(a.rota, (w) => w.p99Ms),
+      'direct',
+      fig(a.direct, (w) => w.p99Ms),
+    ),
+    versus(
+      S,
+      'p50 ms, 1 conn',
+      fig(b.rota, (w) => w.p50Ms),
+      'direct',
+      fig(b.direct, (w) => w.p50Ms),
+    ),
+    alone(S, 'added p50 ms, 1 conn', Number.isFinite(addedP50) ? addedP50 : null, { max: 0.5 }),
+    versus(
+      S,
+      'MiB/s, 1 MiB bodies, 10 conns',
+      fig(c.rota, (w) => w.mibps),
+      'direct',
+      fig(c.direct, (w) => w.mibps),
+    ),
+    versus(
+      S,
+      'MiB/s, 1 MiB bodies, 10 conns',
+      fig(c.rota, (w) => w.mibps),
+      pwName,
+      fig(c.proxywhirl, (w) => w.mibps),
+    ),
+    alone(S, 'peak RSS MB, largest of the 3 loads', peaks.some(Number.isNaN) ? null : Math.max(...peaks), {
+      max: 200,
+    }),
+  ];
+}
+
+export async function post(ctx: Ctx): Promise<ScenarioResult> {
+  const all: Partial<Record<Phase['key'], Runs>> = {};
+  for (const phase of PHASES) all[phase.key] = await phaseRuns(ctx, phase);
+  return { rows: rows(all as Record<Phase['key'], Runs>), raw: all };
+}
