@@ -1,8 +1,8 @@
 import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { AuthFailureBudget } from './auth/budget.ts';
 import type { Config } from './config.ts';
 import { registerAuthCheck, registerAuthGate } from './http/auth.ts';
-import { AuthFailureBudget } from './http/auth-budget.ts';
 import { clientErrorHandler, tooManyConnectionsResponse } from './http/client-error.ts';
 import { registerDocs } from './http/docs.ts';
 import { registerErrorHandling } from './http/error-handler.ts';

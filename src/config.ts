@@ -9,7 +9,7 @@ import {
   parseUrlVar,
   Reader,
 } from './config-reader.ts';
-import { parseAllowedHosts } from './http/origin-guard.ts';
+import { parseAllowedHosts } from './lib/allowed-hosts.ts';
 import type { Rate } from './lib/rate.ts';
 
 export const STRATEGIES = [

@@ -19,6 +19,7 @@ import type { CallSeries } from './metrics/series.ts'; // dashboard
 import type { StatsAggregator } from './metrics/stats.ts';
 import { type Connections, createConnections } from './net/connections.ts';
 import { Executor } from './outbound/executor.ts';
+import { CallPrelude } from './outbound/prelude.ts';
 import { RetryPolicyHolder } from './outbound/retry-policy.ts';
 import { Selector } from './outbound/selector.ts';
 import { Pool, type ProxyEntry } from './pool/pool.ts';
@@ -64,6 +65,8 @@ export interface Services {
   readonly dispatchers: DispatcherCache;
   readonly selector: Selector;
   readonly executor: Executor;
+  /** The one call prelude of every door: SSRF rules, timeout, host and port for bans and refusals. */
+  readonly prelude: CallPrelude;
   readonly ssrf: SsrfGuard;
   readonly health: HealthChecker;
   /** Proxy sources: lists fetched on a timer, their new proxies added (sources/). */
@@ -189,6 +192,7 @@ export async function createServices(
     bans,
     refusals,
   });
+  const prelude = new CallPrelude({ ssrf, settings, selector });
   const health = new HealthChecker({
     pool,
     breakers,
@@ -226,12 +230,10 @@ export async function createServices(
     logger,
     registry: prom.registry,
     rateCounter,
-    settings,
     audit,
     executor,
-    selector,
+    prelude,
     dispatchers,
-    ssrf,
     connections: connections.guard,
   });
   const services: Services = {
@@ -250,6 +252,7 @@ export async function createServices(
     dispatchers,
     selector,
     executor,
+    prelude,
     ssrf,
     health,
     sources, // proxy sources

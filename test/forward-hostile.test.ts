@@ -89,7 +89,7 @@ describe('heads', () => {
     const head = `GET http://127.0.0.1/ HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`;
     const answer = await throwAt(t.httpPort, Buffer.from(head));
     assert.match(answer, /^HTTP\/1\.1 431 /);
-    assert.match(answer, /X-Rota-Error: BAD_REQUEST/);
+    assert.match(answer, /X-Rota-Error: REQUEST_HEADERS_TOO_LARGE/);
   });
 
   test('a head that never completes is 408 within seconds; a SOCKS5 handshake that stalls is closed', async () => {

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
-import { TARGET_URL_PATTERN } from '../src/http/schemas/patterns.ts';
 import { parseProxyUrl } from '../src/pool/proxy-url.ts';
+import { TARGET_URL_PATTERN } from '../src/schemas/patterns.ts';
 import { json, makeApp, type TestApp } from './helpers/app.ts';
 import { API, type Document } from './helpers/openapi-doc.ts';
 

@@ -4,8 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { BODY_OPTIONAL, operationIdFor } from '../src/http/docs.ts';
-import { HANDLER_PATTERN } from '../src/http/schemas/common.ts';
-import { PROXY_URL_PATTERN, TARGET_URL_PATTERN } from '../src/http/schemas/patterns.ts';
+import { HANDLER_PATTERN } from '../src/schemas/common.ts';
+import { PROXY_URL_PATTERN, TARGET_URL_PATTERN } from '../src/schemas/patterns.ts';
 import { VERSION } from '../src/version.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 import {

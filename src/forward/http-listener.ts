@@ -19,9 +19,8 @@ const HEAD_TIMEOUT_MS = 10_000;
 
 function parserRefusal(err: NodeJS.ErrnoException): Refusal {
   if (err.code === 'HPE_HEADER_OVERFLOW')
-    return { ...refusal('BAD_REQUEST', 'Request head too large'), status: 431 };
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT')
-    return { ...refusal('BAD_REQUEST', 'Request head timed out'), status: 408 };
+    return refusal('REQUEST_HEADERS_TOO_LARGE', 'Request head too large');
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return refusal('CLIENT_TIMEOUT', 'Request head timed out');
   return refusal('BAD_REQUEST', 'Malformed request');
 }
 
@@ -34,10 +33,7 @@ export function unsupportedVersion(req: http.IncomingMessage): boolean {
 }
 
 /** On a raw socket (CONNECT), which writeRawRefusal closes; through node:http, with Connection: close. */
-const VERSION_REFUSED_RAW: Refusal = {
-  ...refusal('BAD_REQUEST', 'HTTP version not supported; send HTTP/1.1'),
-  status: 505,
-};
+const VERSION_REFUSED_RAW: Refusal = refusal('HTTP_VERSION_NOT_SUPPORTED');
 const VERSION_REFUSED: Refusal = { ...VERSION_REFUSED_RAW, headers: { connection: 'close' } };
 
 export function createHttpListener(d: HttpDoorDeps, onError: (err: unknown) => void): http.Server {

@@ -1,6 +1,6 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { AuditLog } from '../audit/audit.ts';
-import type { AuthFailureBudget, BudgetVerdict } from '../http/auth-budget.ts';
+import type { AuthFailureBudget, BudgetVerdict } from '../auth/budget.ts';
 
 /**
  * Who may use the listeners: with ROTA_REQUIRE_AUTH the API key is the proxy password, whatever the

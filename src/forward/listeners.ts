@@ -5,14 +5,12 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { AuditLog } from '../audit/audit.ts';
+import { AuthFailureBudget } from '../auth/budget.ts';
 import type { Config } from '../config.ts';
-import type { RuntimeSettings } from '../control/settings.ts';
-import { AuthFailureBudget } from '../http/auth-budget.ts';
 import type { RateCounter } from '../lib/rate-counter.ts';
 import type { ConnectionGuard } from '../net/connection-guard.ts';
 import type { Executor } from '../outbound/executor.ts';
-import type { Selector } from '../outbound/selector.ts';
-import type { SsrfGuard } from '../ssrf/guard.ts';
+import type { CallPrelude } from '../outbound/prelude.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
 import { refusal } from './answers.ts';
 import { ForwardGateway } from './gateway.ts';
@@ -44,12 +42,11 @@ export interface ListenersDeps {
   readonly logger: Logger;
   readonly registry: Registry;
   readonly rateCounter: RateCounter;
-  readonly settings: RuntimeSettings;
   readonly audit: AuditLog;
   readonly executor: Executor;
-  readonly selector: Selector;
+  /** The one call prelude of every door (SSRF rules, timeout, host for bans). */
+  readonly prelude: CallPrelude;
   readonly dispatchers: DispatcherCache;
-  readonly ssrf: SsrfGuard;
   /** Connection caps shared with the API: a refused connection never reaches a listener. */
   readonly connections: ConnectionGuard;
 }
@@ -78,10 +75,8 @@ export class Listeners {
     });
     const gateway = new ForwardGateway({
       executor: services.executor,
-      selector: services.selector,
+      prelude: services.prelude,
       dispatchers: services.dispatchers,
-      ssrf: services.ssrf,
-      settings: services.settings,
     });
     const idle = new IdleSweeper(config.tunnelIdleTimeoutS * 1000);
     this.#deps = { gateway, auth, metrics: this.metrics, idle, sockets: this.#sockets };

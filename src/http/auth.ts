@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditLog } from '../audit/audit.ts';
+import type { AuthFailureBudget, BudgetVerdict } from '../auth/budget.ts';
 import type { Config } from '../config.ts';
-import type { AuthFailureBudget, BudgetVerdict } from './auth-budget.ts';
 import { sendError } from './envelope.ts';
 import { routeOf } from './hooks.ts';
 
@@ -138,7 +138,6 @@ function refuseLimited(
   sendError(
     req,
     reply,
-    429,
     'RATE_LIMIT_EXCEEDED',
     `Too many failed authentication attempts: retry in ${retryAfterS} s`,
     { limit: d.budget.limit, retry_after_s: retryAfterS },
@@ -169,12 +168,6 @@ export function registerAuthGate(app: FastifyInstance, config: Config, audit: Au
     });
     // One answer for a missing and a wrong key: nothing tells a guesser how close it came.
     reply.header('www-authenticate', 'ApiKey');
-    sendError(
-      req,
-      reply,
-      401,
-      'UNAUTHORIZED',
-      'A valid API key is required (X-API-Key or Authorization: Bearer)',
-    );
+    sendError(req, reply, 'UNAUTHORIZED', 'A valid API key is required (X-API-Key or Authorization: Bearer)');
   });
 }

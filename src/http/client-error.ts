@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
+import { type RotaErrorCode, specOf } from '../errors/codes.ts';
 import { STATUS_CODES } from '../lib/node-http.ts';
 import { errorBody } from './envelope.ts';
-import { ERROR_STATUS, type ErrorCode } from './errors.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
 /** What Node's parser reports before a request exists, and what we answer with. */
-function classify(code: string | undefined): { code: ErrorCode; message: string } {
+function classify(code: string | undefined): { code: RotaErrorCode; message: string } {
   if (code === 'HPE_HEADER_OVERFLOW')
     return { code: 'REQUEST_HEADERS_TOO_LARGE', message: 'Request headers are too large' };
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
@@ -25,13 +25,13 @@ export function clientErrorResponse(nodeCode: string | undefined, requestId: str
 
 /** An error envelope as raw response bytes, for answers written before any request exists. */
 export function rawErrorResponse(
-  code: ErrorCode,
+  code: RotaErrorCode,
   message: string,
   requestId: string,
   now: Date,
   extra: Readonly<Record<string, string>> = {},
 ): string {
-  const status = ERROR_STATUS[code];
+  const { status } = specOf(code);
   const body = JSON.stringify(errorBody({ id: requestId }, code, message, null, undefined, now));
   const headers = [
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,

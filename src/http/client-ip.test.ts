@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
+import { ipBucket } from '../lib/ip-bucket.ts';
 import { ClientIpResolver } from './client-ip.ts';
-import { ipBucket } from './rate-limit.ts';
 
 const TRUSTED = ['10.0.0.0/8', '192.168.1.0/24', 'fd00::/8'];
 const resolver = new ClientIpResolver(TRUSTED, 'X-Forwarded-For');

@@ -1,7 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type RotaErrorCode, specOf, wireCode } from '../errors/codes.ts';
+import type { DetailItem } from '../errors/rota-error.ts';
 import { isoNow } from '../lib/iso-now.ts';
 import { VERSION } from '../version.ts';
-import type { DetailItem, ErrorCode } from './errors.ts';
 
 export interface Meta {
   request_id: string;
@@ -23,14 +24,15 @@ export function ok<T>(req: Identified, data: T) {
 export interface ErrorBody {
   status: 'error';
   data: null;
-  error: { code: ErrorCode; message: string; details: unknown; timestamp: string };
+  /** The code clients see (errors/codes.ts wireCode). */
+  error: { code: string; message: string; details: unknown; timestamp: string };
   meta: Meta;
   detail?: DetailItem[];
 }
 
 export function errorBody(
   req: Identified,
-  code: ErrorCode,
+  code: RotaErrorCode,
   message: string,
   details: unknown = null,
   detail?: DetailItem[],
@@ -40,24 +42,24 @@ export function errorBody(
   const body: ErrorBody = {
     status: 'error',
     data: null,
-    error: { code, message, details, timestamp: m.timestamp },
+    error: { code: wireCode(code), message, details, timestamp: m.timestamp },
     meta: m,
   };
   if (detail) body.detail = detail;
   return body;
 }
 
+/** The error envelope, with the code's status (errors/codes.ts). */
 export function sendError(
   req: FastifyRequest,
   reply: FastifyReply,
-  status: number,
-  code: ErrorCode,
+  code: RotaErrorCode,
   message: string,
   details: unknown = null,
   detail?: DetailItem[],
 ): FastifyReply {
   return reply
-    .code(status)
+    .code(specOf(code).status)
     .type('application/json; charset=utf-8')
     .send(errorBody(req, code, message, details, detail));
 }

@@ -56,7 +56,7 @@ export function frameworkErrorHandler(clientIp: ClientIpResolver) {
         ctx: {},
       },
     ];
-    sendError(req, reply, 422, 'VALIDATION_ERROR', detail[0]!.msg, detail, detail);
+    sendError(req, reply, 'VALIDATION_ERROR', detail[0]!.msg, detail, detail);
     req.log.info(
       { method: req.method, route: 'unmatched', client_ip: req.clientIp, status: reply.statusCode },
       'request',
@@ -85,7 +85,7 @@ export function registerHooks(
     if (req.raw.httpVersionMajor !== 1 || req.raw.httpVersionMinor > 1) {
       reply.header('connection', 'close');
       lingerOnClose(req.raw);
-      sendError(req, reply, 505, 'BAD_REQUEST', 'HTTP version not supported; send HTTP/1.1');
+      sendError(req, reply, 'HTTP_VERSION_NOT_SUPPORTED', 'HTTP version not supported; send HTTP/1.1');
       return;
     }
     done();

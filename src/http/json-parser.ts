@@ -1,16 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import sjson from 'secure-json-parse';
-import { ApiError } from './errors.ts';
+import { RotaError } from '../errors/rota-error.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function invalid(msg: string): ApiError {
+function invalid(msg: string): RotaError {
   const detail = [{ loc: ['body'], msg, type: 'json_invalid', input: null, ctx: { error: msg } }];
-  return new ApiError('VALIDATION_ERROR', 'Request body is not valid JSON', {
-    status: 422,
-    details: detail,
-    detail,
-  });
+  return new RotaError('VALIDATION_ERROR', 'Request body is not valid JSON', { details: detail, detail });
 }
 
 /**

@@ -6,7 +6,7 @@
 
 import type {} from 'fastify';
 import { STATUS_CODES } from '../lib/node-http.ts';
-import { HANDLER_PATTERN } from './schemas/common.ts';
+import { HANDLER_PATTERN } from '../schemas/common.ts';
 
 /** Route schema key for a body that may be left out; @fastify/swagger copies `x-` keys onto the operation. */
 export const BODY_OPTIONAL = 'x-body-optional';

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../config.ts';
-import { defaultAllowedHosts, HostCheck, isForeignWrite, isOwnOrigin, parseHost } from './origin-guard.ts';
+import { defaultAllowedHosts, parseHost } from '../lib/allowed-hosts.ts';
+import { HostCheck, isForeignWrite, isOwnOrigin } from './origin-guard.ts';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {

@@ -1,11 +1,11 @@
 import type { FastifyRequest } from 'fastify';
-import { ApiError, type DetailItem } from './errors.ts';
+import { type DetailItem, RotaError } from '../errors/rota-error.ts';
 import { toDetail } from './validation.ts';
 
 /** What the PUT routes of runtime settings (config, retry policy, ban policy) share to report problems. */
 
-export function invalidConfig(items: DetailItem[]): ApiError {
-  return new ApiError('INVALID_CONFIGURATION', 'Invalid configuration values', {
+export function invalidConfig(items: DetailItem[]): RotaError {
+  return new RotaError('INVALID_CONFIGURATION', 'Invalid configuration values', {
     details: items,
     detail: items,
   });

@@ -4,13 +4,13 @@ import rateLimit, {
   type RateLimitOptions,
 } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import ipaddr from 'ipaddr.js';
 import type { Config } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
+import { RotaError } from '../errors/rota-error.ts';
+import { ipBucket } from '../lib/ip-bucket.ts';
 import type { Rate } from '../lib/rate.ts';
 import type { RateCounter } from '../lib/rate-counter.ts';
 import { isPublicRoute } from './auth.ts';
-import { ApiError } from './errors.ts';
 import { routeOf } from './hooks.ts';
 
 export type RouteLimit = 'request' | 'addProxy' | 'config' | 'reset' | 'healthCheck';
@@ -46,19 +46,6 @@ export function counterStore(counter: RateCounter): FastifyRateLimitStoreCtor {
     }
   }
   return CounterStore as unknown as FastifyRateLimitStoreCtor;
-}
-
-/**
- * The bucket of an address. An IPv6 client usually holds a whole /64, so counting single addresses would
- * let it rotate through 2^64 buckets; the /64 is the unit a host can be held to.
- */
-export function ipBucket(ip: string): string {
-  // Every IPv6 form has a colon: IPv4 addresses (nearly every client) need no parsing.
-  if (!ip.includes(':')) return ip;
-  if (!ipaddr.IPv6.isValid(ip) || ipaddr.IPv4.isValid(ip)) return ip;
-  const a = ipaddr.IPv6.parse(ip);
-  if (a.isIPv4MappedAddress()) return a.toIPv4Address().toString();
-  return `${ipaddr.IPv6.networkAddressFromCIDR(`${a.toNormalizedString()}/64`).toString()}/64`;
 }
 
 /** Bucket: the API key's id (never the key: bucket names can reach logs) when valid, else the client IP. */
@@ -105,7 +92,7 @@ export async function registerRateLimit(app: FastifyInstance, d: RateLimitDeps):
     enableDraftSpec: true,
     onExceeded: (req) => d.onRejected(routeOf(req)),
     errorResponseBuilder: (_req, ctx) =>
-      new ApiError('RATE_LIMIT_EXCEEDED', `Rate limit exceeded: retry in ${Math.ceil(ctx.ttl / 1000)} s`, {
+      new RotaError('RATE_LIMIT_EXCEEDED', `Rate limit exceeded: retry in ${Math.ceil(ctx.ttl / 1000)} s`, {
         details: { limit: ctx.max, retry_after_s: Math.ceil(ctx.ttl / 1000) },
       }),
   });

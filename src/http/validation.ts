@@ -1,6 +1,7 @@
 import type { FastifyRequest, FastifySchemaValidationError } from 'fastify';
 import { redactAt } from '../audit/redact.ts';
-import type { DetailItem, ErrorCode } from './errors.ts';
+import type { RotaErrorCode } from '../errors/codes.ts';
+import type { DetailItem } from '../errors/rota-error.ts';
 
 // FastAPI-compatible names for where a value came from.
 const LOC_ROOT: Record<string, string> = {
@@ -191,7 +192,7 @@ export function toDetail(
 }
 
 /** The most specific code for a set of failing fields (docs/decisions.md, "Errors"). */
-export function codeFor(detail: readonly DetailItem[], urlIsTarget: boolean): ErrorCode {
+export function codeFor(detail: readonly DetailItem[], urlIsTarget: boolean): RotaErrorCode {
   const fields = new Set(detail.map((d) => (d.loc[0] === 'body' ? d.loc[1] : undefined)));
   if (urlIsTarget && fields.has('url')) return 'INVALID_URL';
   if (fields.has('method')) return 'INVALID_METHOD';

@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.ts';
+import { RotaError } from '../errors/rota-error.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import type { UpstreamError } from '../upstream/types.ts';
 
@@ -17,50 +17,50 @@ export function callError(
   last: UpstreamError | null,
   failed: FailedAttempt[],
   deadlinePassed: boolean,
-): ApiError {
+): RotaError {
   const details = { attempts: failed };
   if (deadlinePassed || last?.kind === 'timeout' || last?.kind === 'queue_timeout') {
-    return new ApiError('REQUEST_TIMEOUT', 'The request did not complete within its timeout', { details });
+    return new RotaError('REQUEST_TIMEOUT', 'The request did not complete within its timeout', { details });
   }
   switch (last?.kind) {
     case 'target_unreachable':
-      return new ApiError('TARGET_UNREACHABLE', 'The target could not be reached through the proxies', {
+      return new RotaError('TARGET_UNREACHABLE', 'The target could not be reached through the proxies', {
         details,
       });
     case 'response_too_large':
-      return new ApiError('REQUEST_FAILED', 'The target response is larger than ROTA_MAX_RESPONSE_BYTES', {
+      return new RotaError('REQUEST_FAILED', 'The target response is larger than ROTA_MAX_RESPONSE_BYTES', {
         details,
       });
     case 'target_forbidden':
-      return new ApiError('INVALID_URL', 'Target not allowed: it resolves to a forbidden address', {
+      return new RotaError('TARGET_FORBIDDEN', 'Target not allowed: it resolves to a forbidden address', {
         details: { ...details, reason: 'rebinding' },
       });
     case 'target_tls':
-      return new ApiError('REQUEST_FAILED', 'TLS with the target failed', { details });
+      return new RotaError('REQUEST_FAILED', 'TLS with the target failed', { details });
     case 'target_refused':
-      return new ApiError('PROXY_FAILOVER_EXHAUSTED', 'Every proxy tried refused this target', { details });
+      return new RotaError('PROXY_FAILOVER_EXHAUSTED', 'Every proxy tried refused this target', { details });
     case 'local':
-      return new ApiError('SERVICE_UNAVAILABLE', 'Rota is short of a local resource or failed internally', {
+      return new RotaError('SERVICE_UNAVAILABLE', 'Rota is short of a local resource or failed internally', {
         details,
       });
     case 'aborted':
-      return new ApiError('REQUEST_FAILED', 'The request was aborted', { details });
+      return new RotaError('REQUEST_FAILED', 'The request was aborted', { details });
     default:
-      return new ApiError('PROXY_FAILOVER_EXHAUSTED', 'Every proxy tried failed', { details });
+      return new RotaError('PROXY_FAILOVER_EXHAUSTED', 'Every proxy tried failed', { details });
   }
 }
 
 /** A failure after the request may have reached the target, on a call that must not be replayed. */
-export function unsafeToRetryError(last: UpstreamError, failed: FailedAttempt[]): ApiError {
+export function unsafeToRetryError(last: UpstreamError, failed: FailedAttempt[]): RotaError {
   const details = { attempts: failed, reason: 'non_idempotent' };
   if (last.kind === 'timeout') {
-    return new ApiError(
+    return new RotaError(
       'REQUEST_TIMEOUT',
       'The request timed out after it may have reached the target; not replayed',
       { details },
     );
   }
-  return new ApiError(
+  return new RotaError(
     'PROXY_ERROR',
     'The proxy failed after the request may have reached the target; not replayed',
     { details },
@@ -75,12 +75,12 @@ export function poolEmptyError(
   earliestAdmit: number | null,
   now: number,
   none = 'No proxies configured',
-): ApiError {
+): RotaError {
   if (earliestAdmit === null) {
-    return new ApiError('PROXY_POOL_EMPTY', none, { details: { retry_after_s: null } });
+    return new RotaError('PROXY_POOL_EMPTY', none, { details: { retry_after_s: null } });
   }
   const seconds = Math.max(1, Math.ceil((earliestAdmit - now) / 1000));
-  return new ApiError('PROXY_POOL_EMPTY', 'Every proxy circuit breaker is open', {
+  return new RotaError('PROXY_POOL_EMPTY', 'Every proxy circuit breaker is open', {
     headers: { 'retry-after': String(seconds) },
     details: { retry_after_s: seconds },
   });

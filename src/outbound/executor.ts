@@ -1,5 +1,5 @@
 import type { Permit } from '../breaker/types.ts';
-import { ApiError } from '../http/errors.ts';
+import { RotaError } from '../errors/rota-error.ts';
 import { ATTEMPT_RELEASED, type CallerSignal, delay } from '../lib/abort.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { type AttemptResult, runAttempt, type Settled } from './attempt.ts';
@@ -65,7 +65,7 @@ export class Executor {
         return result;
       },
       (err: unknown) => {
-        const code = err instanceof ApiError ? err.code : 'INTERNAL_ERROR';
+        const code = err instanceof RotaError ? err.code : 'INTERNAL_ERROR';
         const latencyMs = this.d.monotonic() - started;
         reportCall(this.d, c, { ok: false, latencyMs, attempts: c.attempts, errorCode: code });
         throw err;
@@ -275,7 +275,7 @@ export class Executor {
   }
 
   /** 503 PROXY_POOL_EMPTY; with a country filter, about that country's proxies only. */
-  private poolEmpty(country: string | undefined): ApiError {
+  private poolEmpty(country: string | undefined): RotaError {
     if (country === undefined) return poolEmptyError(this.d.breakers.earliestHalfOpenAt(), this.d.now());
     const ids = this.d.selector.idsOfCountry(country);
     if (ids.length === 0) return poolEmptyError(null, this.d.now(), `No proxy of country ${country}`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ApiError } from '../http/errors.ts';
+import { RotaError } from '../errors/rota-error.ts';
 import { MemoryStore } from '../store/memory.ts';
 import { Pool } from './pool.ts';
 import type { ProxyRecord } from './types.ts';
@@ -36,7 +36,7 @@ test('an identity a running addMany has checked is a duplicate for an add made m
   await new Promise((r) => setImmediate(r));
   await assert.rejects(
     p.add(inputs[5]!),
-    (e: unknown) => e instanceof ApiError && e.code === 'PROXY_ALREADY_EXISTS',
+    (e: unknown) => e instanceof RotaError && e.code === 'PROXY_ALREADY_EXISTS',
   );
   const out = await bulk;
   assert.equal(out[5]?.kind, 'created');

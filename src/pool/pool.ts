@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.ts';
+import { RotaError } from '../errors/rota-error.ts';
 import { nextTurn } from '../lib/turns.ts';
 import { DuplicateProxyError, type ProxyStore } from '../store/types.ts';
 import type { AddProxyInput, BulkOutcome, PoolListener, ProxyEntry } from './entry.ts';
@@ -13,8 +13,8 @@ type Clock = () => number;
 /** Inputs handled between two turns of the event loop in addMany (~10-20 ms of work here). */
 const BULK_SLICE = 1000;
 
-export function duplicate(record: ProxyRecord): ApiError {
-  return new ApiError('PROXY_ALREADY_EXISTS', `A proxy with URL ${publicUrl(record)} already exists`, {
+export function duplicate(record: ProxyRecord): RotaError {
+  return new RotaError('PROXY_ALREADY_EXISTS', `A proxy with URL ${publicUrl(record)} already exists`, {
     details: { url: publicUrl(record) },
   });
 }
@@ -154,7 +154,7 @@ export class Pool {
       await this.store.insertMany(records);
     } catch (err) {
       if (err instanceof DuplicateProxyError) {
-        throw new ApiError('PROXY_ALREADY_EXISTS', 'Another writer added some of these proxies meanwhile', {
+        throw new RotaError('PROXY_ALREADY_EXISTS', 'Another writer added some of these proxies meanwhile', {
           details: { stored: 0 },
         });
       }

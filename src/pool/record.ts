@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../http/errors.ts';
+import { RotaError } from '../errors/rota-error.ts';
 import type { AddProxyInput } from './pool.ts';
 import { parseProxyUrl } from './proxy-url.ts';
 import type { ProxyRecord } from './types.ts';
@@ -8,7 +8,7 @@ import type { ProxyRecord } from './types.ts';
 export function buildRecord(input: AddProxyInput, now: number): ProxyRecord {
   const parsed = parseProxyUrl(input.url);
   if (!parsed.ok) {
-    throw new ApiError('INVALID_PROXY_FORMAT', `Invalid proxy URL: ${parsed.reason}`, {
+    throw new RotaError('INVALID_PROXY_FORMAT', `Invalid proxy URL: ${parsed.reason}`, {
       details: { reason: parsed.reason },
       detail: [{ loc: ['body', 'url'], msg: parsed.reason, type: 'value_error', input: '***', ctx: {} }],
     });
@@ -16,7 +16,7 @@ export function buildRecord(input: AddProxyInput, now: number): ProxyRecord {
   const p = parsed.value;
   if ((input.username !== undefined || input.password !== undefined) && (p.username || p.password)) {
     const reason = 'credentials given both in the URL and as fields';
-    throw new ApiError('INVALID_PROXY_FORMAT', `Invalid proxy URL: ${reason}`, {
+    throw new RotaError('INVALID_PROXY_FORMAT', `Invalid proxy URL: ${reason}`, {
       details: { reason },
       detail: [{ loc: ['body', 'url'], msg: reason, type: 'value_error', input: '***', ctx: {} }],
     });
@@ -41,7 +41,7 @@ export function tryBuild(input: AddProxyInput, now: number): ProxyRecord | strin
   try {
     return buildRecord(input, now);
   } catch (err) {
-    if (!(err instanceof ApiError)) throw err;
+    if (!(err instanceof RotaError)) throw err;
     const details = err.details as { reason?: unknown } | null;
     return typeof details?.reason === 'string' ? details.reason : 'invalid proxy';
   }

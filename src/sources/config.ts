@@ -6,7 +6,7 @@
  */
 import { type Static, Type } from 'typebox';
 import { maskProxyLine, redactText } from '../audit/redact.ts';
-import type { DetailItem } from '../http/errors.ts';
+import type { DetailItem } from '../errors/rota-error.ts';
 import { matchesSchema } from '../lib/schema-check.ts';
 import { PROTOCOLS, type Protocol } from '../pool/types.ts';
 import type { SsrfGuard } from '../ssrf/guard.ts';

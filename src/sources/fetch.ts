@@ -4,9 +4,11 @@
  * cut past it), no redirect followed (one is reported), and every address the host name resolves to at
  * connect time checked again, so that a DNS answer changed after the check cannot lead inwards.
  */
+
 import { lookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
+import { RotaError } from '../errors/rota-error.ts';
 import type { SsrfGuard } from '../ssrf/guard.ts';
 import { type Agent, newAgent } from '../upstream/agent.ts';
 
@@ -23,7 +25,11 @@ export type Fetched = { ok: true; text: string } | { ok: false; error: string };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-class FetchFailure extends Error {}
+class FetchFailure extends RotaError {
+  constructor(message: string) {
+    super('SOURCE_FETCH_FAILED', message);
+  }
+}
 
 /** net.connect's lookup, refusing a name that resolves to any address the SSRF rules refuse. */
 function guardedLookup(ssrf: SsrfGuard): LookupFunction {

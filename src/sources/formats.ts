@@ -5,9 +5,9 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import sjson from 'secure-json-parse';
-import { AddProxyBody, type AddProxyBodyT } from '../http/schemas/proxy.ts';
 import type { AddProxyInput } from '../pool/pool.ts';
 import { PROTOCOLS, type Protocol } from '../pool/types.ts';
+import { AddProxyBody, type AddProxyBodyT } from '../schemas/proxy.ts';
 import {
   type Candidate,
   type Invalid,

@@ -6,8 +6,8 @@
  */
 import { Type } from 'typebox';
 import { MASK } from '../audit/redact.ts';
-import type { DetailItem } from '../http/errors.ts';
-import { HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN } from '../http/schemas/patterns.ts';
+import type { DetailItem } from '../errors/rota-error.ts';
+import { HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN } from '../schemas/patterns.ts';
 import type { ProxyStore } from '../store/types.ts';
 
 export const MAX_SOURCE_HEADERS = 16;

@@ -9,8 +9,8 @@
 import type { Logger } from 'pino';
 import type { Agent } from 'undici';
 import type { Config } from '../config.ts';
+import { RotaError } from '../errors/rota-error.ts';
 import type { HealthChecker } from '../health/checker.ts';
-import { ApiError } from '../http/errors.ts';
 import type { Pool } from '../pool/pool.ts';
 import { identityKey, type ProxyRecord } from '../pool/types.ts';
 import type { SsrfGuard } from '../ssrf/guard.ts';
@@ -155,7 +155,7 @@ export class SourceManager {
       .catch((err: unknown) => {
         if (r.controller.signal.aborted) return failure('the fetch was cancelled');
         // Another writer of a shared store took one of the identities meanwhile: nothing was stored.
-        if (err instanceof ApiError && err.code === 'PROXY_ALREADY_EXISTS') {
+        if (err instanceof RotaError && err.code === 'PROXY_ALREADY_EXISTS') {
           return failure(
             'another writer added some of these proxies meanwhile; the next fetch adds the rest',
           );

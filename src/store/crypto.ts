@@ -22,6 +22,7 @@ import {
 } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
+import { RotaError } from '../errors/rota-error.ts';
 
 /** Sealed values start with this byte, so that a later format or key can live beside this one. */
 const FORMAT_V1 = 0x01;
@@ -31,13 +32,19 @@ const HEADER_BYTES = 1 + IV_BYTES + TAG_BYTES;
 const KEY_BYTES = 32;
 
 /** A problem with the encryption key that must stop start-up. Never carries key material. */
-export class StorageKeyError extends Error {
-  readonly code = 'STORAGE_KEY_ERROR';
+export class StorageKeyError extends RotaError {
+  constructor(message: string) {
+    super('STORAGE_KEY_ERROR', message);
+    this.name = 'StorageKeyError';
+  }
 }
 
 /** A stored value that does not authenticate: wrong key or damaged data. Never returns garbage instead. */
-export class CredentialDecryptError extends Error {
-  readonly code = 'CREDENTIAL_DECRYPT_ERROR';
+export class CredentialDecryptError extends RotaError {
+  constructor(message: string) {
+    super('CREDENTIAL_DECRYPT_ERROR', message);
+    this.name = 'CredentialDecryptError';
+  }
 }
 
 function subkey(master: Buffer, purpose: string): Buffer {

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { RotaError } from '../errors/rota-error.ts';
 
 type Db = Database.Database;
 
@@ -44,8 +45,11 @@ export const MIGRATIONS: readonly Migration[] = [
   },
 ];
 
-export class MigrationError extends Error {
-  readonly code = 'STORAGE_MIGRATION_ERROR';
+export class MigrationError extends RotaError {
+  constructor(message: string, opts: { cause?: unknown } = {}) {
+    super('STORAGE_MIGRATION_ERROR', message, opts);
+    this.name = 'MigrationError';
+  }
 }
 
 export interface MigrationResult {

@@ -4,11 +4,17 @@
  * operator and a client see one stable code instead of a driver message, and the rest pass through.
  */
 import pg from 'pg';
+import { RotaError } from '../errors/rota-error.ts';
 
-export class StorageUnavailableError extends Error {
-  readonly code = 'STORAGE_UNAVAILABLE';
+/**
+ * Rota's STORAGE_UNAVAILABLE, saying what the driver said (for the operator: start-up, the log). The API
+ * answers clients with the code's own message (http/error-handler.ts).
+ */
+export class StorageUnavailableError extends RotaError {
   constructor(cause: unknown) {
-    super(`PostgreSQL is unavailable: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    const why = cause instanceof Error ? cause.message : String(cause);
+    super('STORAGE_UNAVAILABLE', `PostgreSQL is unavailable: ${why}`, { cause });
+    this.name = 'StorageUnavailableError';
   }
 }
 

@@ -1,3 +1,4 @@
+import { RotaError } from '../errors/rota-error.ts';
 import type { ProxyRecord } from '../pool/types.ts';
 
 export type StorageBackend = 'memory' | 'sqlite' | 'postgres';
@@ -39,9 +40,9 @@ export interface ProxyStore {
   close(): Promise<void>;
 }
 
-export class DuplicateProxyError extends Error {
-  readonly code = 'PROXY_ALREADY_EXISTS';
+export class DuplicateProxyError extends RotaError {
   constructor() {
-    super('a proxy with the same URL and username already exists');
+    super('PROXY_ALREADY_EXISTS', 'a proxy with the same URL and username already exists');
+    this.name = 'DuplicateProxyError';
   }
 }

@@ -6,12 +6,12 @@ import {
   BanPolicyUpdateSchema,
   banPolicyProblems,
 } from '../../bans/policy.ts';
+import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../../schemas/common.ts';
+import { withNonBlankPatterns } from '../../schemas/config.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
 import { invalidConfig, isRecord, item, schemaProblems } from '../problems.ts';
 import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../schemas/common.ts';
-import { withNonBlankPatterns } from '../schemas/config.ts';
 
 /**
  * The ban policy and the cool-down table (bans/): read and change the policy (persisted like the config),

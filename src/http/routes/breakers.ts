@@ -1,13 +1,13 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { BreakerEvent, BreakerSnapshot } from '../../breaker/types.ts';
+import { RotaError } from '../../errors/rota-error.ts';
+import { Envelope, errorResponses } from '../../schemas/common.ts';
+import { BreakerEventSchema, BreakerStateSchema, HoursQuery } from '../../schemas/metrics.ts';
+import { ProxyIdParams } from '../../schemas/proxy.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
-import { ApiError } from '../errors.ts';
 import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses } from '../schemas/common.ts';
-import { BreakerEventSchema, BreakerStateSchema, HoursQuery } from '../schemas/metrics.ts';
-import { ProxyIdParams } from '../schemas/proxy.ts';
 
 const TAG = ['circuit-breakers'];
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -31,7 +31,7 @@ export function breakerRoutes(services: Services): FastifyPluginAsync {
     if (pool.get(id)) breakers.add(id);
     const s = pool.get(id) ? breakers.snapshot(id) : undefined;
     if (!s)
-      throw new ApiError('PROXY_NOT_FOUND', 'No circuit breaker for this proxy', {
+      throw new RotaError('PROXY_NOT_FOUND', 'No circuit breaker for this proxy', {
         details: { proxy_id: id.slice(0, 64) },
       });
     return s;

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { STRATEGIES } from '../../config.ts';
+import type { DetailItem } from '../../errors/rota-error.ts';
 import {
   crossCheck,
   type RetryPolicy,
@@ -9,13 +10,12 @@ import {
   type RetryPolicyUpdate,
   RetryPolicyUpdateSchema,
 } from '../../outbound/retry-policy.ts';
+import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../../schemas/common.ts';
+import { withCorsOriginPattern } from '../../schemas/config.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
-import type { DetailItem } from '../errors.ts';
 import { invalidConfig, isRecord, item, schemaProblems } from '../problems.ts';
 import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../schemas/common.ts';
-import { withCorsOriginPattern } from '../schemas/config.ts';
 
 const RateLimits = Type.Object({
   default_limit: Type.Integer({ minimum: 1, maximum: 1_000_000 }),

@@ -13,11 +13,11 @@ import type { BreakerEvent } from '../../breaker/types.ts';
 import { STRATEGIES } from '../../config.ts';
 import { SERIES_SECONDS } from '../../metrics/series.ts';
 import { HEALTH_VALUES, PROTOCOLS } from '../../pool/types.ts';
+import { Envelope, errorResponses, Nullable } from '../../schemas/common.ts';
 import type { Services } from '../../services.ts';
 import { VERSION } from '../../version.ts';
 import { BREAKER_STATES, SORT_KEYS, type TableQuery, tablePage } from '../dashboard-table.ts';
 import { ok } from '../envelope.ts';
-import { Envelope, errorResponses, Nullable } from '../schemas/common.ts';
 
 const TAG = ['dashboard'];
 export const LIVE_POLL_MS = 1_000;

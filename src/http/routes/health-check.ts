@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
+import { Envelope, errorResponses, Nullable } from '../../schemas/common.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
 import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses, Nullable } from '../schemas/common.ts';
 
 export const MAX_PROXY_IDS = 1000;
 

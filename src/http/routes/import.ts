@@ -6,16 +6,16 @@
  */
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
+import { RotaError } from '../../errors/rota-error.ts';
 import { PROTOCOLS, type Protocol } from '../../pool/types.ts';
+import { Envelope, errorResponses } from '../../schemas/common.ts';
 import type { Services } from '../../services.ts';
 import { importList } from '../../sources/bulk.ts';
 import { parseBodyArray, parseNdjsonList } from '../../sources/formats.ts';
 import { countLines, MAX_IMPORT_LINES, MAX_INVALID_LISTED, parseTextList } from '../../sources/lines.ts';
 import { ok } from '../envelope.ts';
-import { ApiError } from '../errors.ts';
 import { registerJsonParser } from '../json-parser.ts';
 import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses } from '../schemas/common.ts';
 
 const TEXT = 'text/plain';
 const NDJSON = 'application/x-ndjson';
@@ -40,8 +40,8 @@ export const ImportSummarySchema = Type.Object({
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function unsupported(): ApiError {
-  return new ApiError(
+function unsupported(): RotaError {
+  return new RotaError(
     'UNSUPPORTED_MEDIA_TYPE',
     `Unsupported Content-Type; send ${TEXT}, ${NDJSON} or ${JSON_TYPE}`,
   );
@@ -60,7 +60,7 @@ function registerParsers(app: FastifyInstance, bodyLimit: number): void {
           { loc: ['body'], msg: 'Body is not valid UTF-8', type: 'value_error', input: null, ctx: {} },
         ];
         done(
-          new ApiError('VALIDATION_ERROR', 'Body is not valid UTF-8', { details: detail, detail }),
+          new RotaError('VALIDATION_ERROR', 'Body is not valid UTF-8', { details: detail, detail }),
           undefined,
         );
       }
@@ -117,9 +117,13 @@ export function importRoutes(services: Services): FastifyPluginAsync {
           typeof body === 'string' ? Buffer.byteLength(body) : Number(req.headers['content-length']);
         req.body = { format, bytes, lines };
         if (lines > MAX_IMPORT_LINES) {
-          throw new ApiError('PAYLOAD_TOO_LARGE', `More than ${MAX_IMPORT_LINES} lines; nothing was stored`, {
-            details: { lines, max_lines: MAX_IMPORT_LINES },
-          });
+          throw new RotaError(
+            'PAYLOAD_TOO_LARGE',
+            `More than ${MAX_IMPORT_LINES} lines; nothing was stored`,
+            {
+              details: { lines, max_lines: MAX_IMPORT_LINES },
+            },
+          );
         }
         const list = Array.isArray(body)
           ? parseBodyArray(body)

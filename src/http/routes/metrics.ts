@@ -5,9 +5,7 @@ import {
   renderBreakerMetrics,
   renderRetryMetrics,
 } from '../../metrics/exposition.ts';
-import type { Services } from '../../services.ts';
-import { ok } from '../envelope.ts';
-import { Envelope, errorResponses, publicErrorResponses } from '../schemas/common.ts';
+import { Envelope, errorResponses, publicErrorResponses } from '../../schemas/common.ts';
 import {
   BreakerMetricsSchema,
   FormatHoursQuery,
@@ -17,7 +15,9 @@ import {
   RetryProxySchema,
   RetrySummarySchema,
   StatsSchema,
-} from '../schemas/metrics.ts';
+} from '../../schemas/metrics.ts';
+import type { Services } from '../../services.ts';
+import { ok } from '../envelope.ts';
 import { breakerView, eventView } from './breakers.ts';
 
 const TAG = ['metrics'];

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { poolHealth, summarize } from '../../pool/summary.ts';
+import { ErrorEnvelope, errorResponses, Nullable } from '../../schemas/common.ts';
 import type { Services } from '../../services.ts';
 import { VERSION } from '../../version.ts';
-import { ErrorEnvelope, errorResponses, Nullable } from '../schemas/common.ts';
 
 const TAG = ['monitoring'];
 

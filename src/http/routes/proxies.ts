@@ -1,13 +1,10 @@
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
+import { RotaError } from '../../errors/rota-error.ts';
 import type { StatusFilter } from '../../pool/types.ts';
 import { proxyView } from '../../pool/view.ts';
-import type { Services } from '../../services.ts';
-import { ok } from '../envelope.ts';
-import { ApiError } from '../errors.ts';
-import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../schemas/common.ts';
+import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../../schemas/common.ts';
 import {
   AddProxyBody,
   type AddProxyBodyT,
@@ -17,12 +14,15 @@ import {
   ProxyIdParams,
   ProxyPage,
   ProxySchema,
-} from '../schemas/proxy.ts';
+} from '../../schemas/proxy.ts';
+import type { Services } from '../../services.ts';
+import { ok } from '../envelope.ts';
+import { routeLimit } from '../rate-limit.ts';
 
 const TAG = ['proxies'];
 
-function notFound(id: string): ApiError {
-  return new ApiError('PROXY_NOT_FOUND', 'Proxy not found', { details: { proxy_id: id.slice(0, 64) } });
+function notFound(id: string): RotaError {
+  return new RotaError('PROXY_NOT_FOUND', 'Proxy not found', { details: { proxy_id: id.slice(0, 64) } });
 }
 
 /**

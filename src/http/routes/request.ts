@@ -1,29 +1,28 @@
 import type { FastifyPluginAsync } from 'fastify';
-import { banHost, portOf } from '../../bans/judge.ts';
+import { type DetailItem, RotaError } from '../../errors/rota-error.ts';
 import { responseGone } from '../../lib/abort.ts';
 import { poolEmptyError } from '../../outbound/call-error.ts';
 import { bufferedWork } from '../../outbound/works.ts';
 import { proxyView } from '../../pool/view.ts';
-import type { Services } from '../../services.ts';
-import { ok } from '../envelope.ts';
-import { ApiError, type DetailItem } from '../errors.ts';
-import { sendProxied } from '../proxied-answer.ts';
-import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses, POOL_EMPTY } from '../schemas/common.ts';
-import { ProxySchema } from '../schemas/proxy.ts';
+import { Envelope, errorResponses, POOL_EMPTY } from '../../schemas/common.ts';
+import { ProxySchema } from '../../schemas/proxy.ts';
 import {
   ProxiedRequestBody,
   type ProxiedRequestBodyT,
   ProxiedResponse,
   RotateQuery,
   TARGET_REFUSED,
-} from '../schemas/request.ts';
+} from '../../schemas/request.ts';
+import type { Services } from '../../services.ts';
+import { ok } from '../envelope.ts';
+import { sendProxied } from '../proxied-answer.ts';
+import { routeLimit } from '../rate-limit.ts';
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const BAD_VALUE = /[\0\r\n]/;
 
-function invalid(code: 'INVALID_URL' | 'VALIDATION_ERROR', message: string, item: DetailItem): ApiError {
-  return new ApiError(code, message, { status: 422, details: [item], detail: [item] });
+function invalid(code: 'INVALID_URL' | 'VALIDATION_ERROR', message: string, item: DetailItem): RotaError {
+  return new RotaError(code, message, { details: [item], detail: [item] });
 }
 
 function parseTarget(raw: string): URL {
@@ -70,7 +69,8 @@ function decodeBody(b: ProxiedRequestBodyT): Buffer | null {
 }
 
 export function requestRoutes(services: Services): FastifyPluginAsync {
-  const { executor, selector, ssrf } = services;
+  const { executor, selector, prelude, dispatchers } = services;
+  const { maxResponseBytes } = services.config;
   return async (app) => {
     app.post<{ Body: ProxiedRequestBodyT }>(
       '/request',
@@ -96,30 +96,19 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
         const url = parseTarget(b.url);
         checkHeaders(b.headers);
         const body = decodeBody(b);
-        const verdict = await ssrf.check(url);
-        if (!verdict.ok) {
-          throw new ApiError('INVALID_URL', `Target not allowed: ${verdict.message}`, {
-            details: { reason: verdict.reason },
-          });
-        }
-        const t0 = performance.now();
-        const target = {
-          // The guard's normalised URL: the one it checked is the one that goes out (no second parse
-          // when it is the same, which it is but for tricks the guard normalised away).
-          url: verdict.url === url.href ? url : new URL(verdict.url),
-          method: b.method,
-          headers: b.headers,
-          body,
-        };
-        const r = await executor.execute({
-          work: bufferedWork(services.dispatchers, target, services.config.maxResponseBytes),
-          host: banHost(target.url),
-          port: portOf(target.url),
-          timeoutS: b.timeout ?? services.settings.get().timeout,
+        const { method, headers } = b;
+        const prepared = await prelude.prepare({
+          target: url,
+          work: (checked) =>
+            bufferedWork(dispatchers, { url: checked, method, headers, body }, maxResponseBytes),
+          timeoutS: b.timeout,
           sessionId: b.session_id,
           country: b.country?.toUpperCase(),
           signal: responseGone(reply.raw),
         });
+        if (prepared instanceof RotaError) throw prepared;
+        const t0 = performance.now();
+        const r = await executor.execute(prepared);
         const fields = {
           status_code: r.response.statusCode,
           headers: r.response.headers,

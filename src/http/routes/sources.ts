@@ -5,6 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
+import { Envelope, errorResponses, Nullable } from '../../schemas/common.ts';
 import type { Services } from '../../services.ts';
 import {
   normalize,
@@ -17,7 +18,6 @@ import { withKeptHeaders } from '../../sources/headers.ts';
 import { ok } from '../envelope.ts';
 import { invalidConfig, schemaProblems } from '../problems.ts';
 import { routeLimit } from '../rate-limit.ts';
-import { Envelope, errorResponses, Nullable } from '../schemas/common.ts';
 
 const SourceView = Type.Object({
   ...SourceConfigSchema.properties,

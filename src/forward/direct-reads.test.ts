@@ -3,10 +3,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { proxyRecord } from '../../test/fixtures/upstream-kit.ts';
-import { IdleSweeper } from '../forward/idle-sweep.ts';
-import { splice } from '../forward/splice.ts';
-import { type DirectReads, directReadsOf } from './direct-reads.ts';
-import { connectPlain } from './plain-connect.ts';
+import { type DirectReads, directReadsOf } from '../upstream/direct-reads.ts';
+import { connectPlain } from '../upstream/plain-connect.ts';
+import { IdleSweeper } from './idle-sweep.ts';
+import { splice } from './splice.ts';
 
 /*
  * Tunnel sockets that read into memory of their own, through the real CONNECT handshake and the real

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MemoryRateCounter } from '../lib/rate-counter.ts';
-import { AuthFailureBudget, type BudgetVerdict, budgetKey } from './auth-budget.ts';
+import { AuthFailureBudget, type BudgetVerdict, budgetKey } from './budget.ts';
 
 const RATE = { limit: 3, windowMs: 60_000 };
 

@@ -1,6 +1,6 @@
+import { ipBucket } from '../lib/ip-bucket.ts';
 import type { Rate } from '../lib/rate.ts';
 import type { RateCounter, Taken } from '../lib/rate-counter.ts';
-import { ipBucket } from './rate-limit.ts';
 
 /**
  * One failed-auth budget per client IP (ROTA_AUTH_FAILURE_LIMIT), shared by the API and both listeners,
