@@ -100,6 +100,45 @@ describe('stock squid: CONNECT to a port other than 443', () => {
   });
 });
 
+describe('stock squid: an absolute-URI request to a port outside its Safe_ports', () => {
+  let squids: RealProxy[];
+  let t: ListeningApp;
+  let ids: string[];
+  before(async () => {
+    squids = await Promise.all([startSquid({ stockRules: true }), startSquid({ stockRules: true })]);
+    t = await listeningApp({ ROTA_MAX_RETRIES: '3' });
+    ids = await Promise.all(squids.map((s) => addUpstream(t, { url: `http://127.0.0.1:${s.port}` })));
+  });
+  after(async () => {
+    await t.close();
+    await Promise.all(squids.map((s) => s.close()));
+  });
+
+  test("squid's own 403 (ERR_ACCESS_DENIED) cools host:port, not the host, and opens no breaker", async () => {
+    for (let i = 0; i < 20; i++) {
+      const r = await viaProxy(t.httpPort, `http://127.0.0.1:1000/p${i}`);
+      assert.equal(r.status, 502, r.body.toString());
+      assert.equal(r.headers['x-rota-error'], 'PROXY_FAILOVER_EXHAUSTED');
+    }
+    assert.deepEqual(await breakerStates(t, ids), ['closed', 'closed']);
+    assert.deepEqual(
+      t.services.refusals.table
+        .active('127.0.0.1:1000')
+        .map((c) => c.proxyId)
+        .sort(),
+      [...ids].sort(),
+    );
+    assert.equal(t.services.cooldowns.active('127.0.0.1').length, 0, 'no ban of the whole host');
+    const seen = new Set<string>();
+    for (let i = 0; i < 6; i++) {
+      const r = await viaProxy(t.httpPort, target.url(`/echo?i=${i}`).href);
+      assert.equal(r.status, 200);
+      seen.add(String(r.headers['x-rota-proxy-id']));
+    }
+    assert.deepEqual([...seen].sort(), [...ids].sort(), 'the same host on another port keeps both');
+  });
+});
+
 describe('a proxy refusing many targets is judged by a health check, never by the refusals', () => {
   let squid: RealProxy;
   const apps: ListeningApp[] = [];

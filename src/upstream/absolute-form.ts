@@ -21,7 +21,7 @@ import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { OriginCache, ParsedOrigin } from '../lib/origin-cache.ts';
 import type { Agent, Pool } from './agent.ts';
-import { proxyAuthRequired, proxyCouldNotReachTarget } from './classify.ts';
+import { proxyAuthRequired, proxyCouldNotReachTarget, proxyRefusedTheTarget } from './classify.ts';
 import { agentBusy, type ProxyDispatcher, poolBusy } from './proxy-dispatcher.ts';
 
 /**
@@ -54,6 +54,20 @@ function proxyCouldNotConnect(status: number, headers: IncomingHttpHeaders): boo
 }
 
 /**
+ * A refusal the proxy wrote itself, by its own rules, of this one target (not its credentials): Squid's
+ * `X-Squid-Error: ERR_ACCESS_DENIED` (stock squid refuses ports outside its Safe_ports), or RFC 9209
+ * `Proxy-Status` with an error that says the proxy refused the request or its destination. A target's own
+ * 403 carries neither and stays the target's answer (a ban, when the ban policy says so).
+ */
+const REFUSED_PHASE = /\berror=(http_request_denied|destination_ip_prohibited)\b/;
+
+function proxyRefusedTarget(status: number, headers: IncomingHttpHeaders): boolean {
+  if (status < 400 || status > 499) return false;
+  if (/^ERR_ACCESS_DENIED\b/.test(String(headers['x-squid-error'] ?? ''))) return true;
+  return REFUSED_PHASE.test(String(headers['proxy-status'] ?? ''));
+}
+
+/**
  * A handler wrapper that turns the proxy's own refusals and error pages into failures (absolute-URI
  * form). A class rather than an object of closures: one allocation per request on the GET path.
  */
@@ -81,6 +95,7 @@ class GuardedHandler implements Dispatcher.DispatchHandler {
   ): void {
     if (status === 407 || isTinyproxyRefusal(status, headers)) c.abort(proxyAuthRequired(status));
     else if (proxyCouldNotConnect(status, headers)) c.abort(proxyCouldNotReachTarget(status));
+    else if (proxyRefusedTarget(status, headers)) c.abort(proxyRefusedTheTarget(status));
     else this.#h.onResponseStart?.(c, status, headers, message);
   }
   onResponseData(c: Dispatcher.DispatchController, chunk: Buffer): void {

@@ -134,6 +134,11 @@ export function proxyCouldNotReachTarget(status: number): UpstreamError {
   return fail('target_unreachable', `the proxy could not reach the target (${status})`, false);
 }
 
+/** The proxy's own refusal of an absolute-URI request, by its rules, for this target (absolute-form.ts). */
+export function proxyRefusedTheTarget(status: number): UpstreamError {
+  return fail('target_refused', `the proxy refused the target (${status})`, false);
+}
+
 /** A timeout while reaching the proxy (TCP, TLS, CONNECT or SOCKS handshake). */
 export function dialTimeout(ms: number): UpstreamError {
   return fail(
