@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { refusal } from '../src/forward/answers.ts';
 import { ERRORS, type RotaErrorCode, SOCKS5_REPLY, specOf, wireCode } from '../src/errors/codes.ts';
 import { RotaError } from '../src/errors/rota-error.ts';
+import { refusal } from '../src/forward/answers.ts';
 
 const CODES = Object.keys(ERRORS) as RotaErrorCode[];
 
