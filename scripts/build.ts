@@ -10,12 +10,15 @@
  * package.json, or this script) is newer than it, so `npm start` after a change always runs what is in
  * src/, and otherwise starts at once.
  */
+
 import { readFileSync } from 'node:fs';
 import { copyFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Plugin } from 'esbuild';
+import { lazyHttp2Plugin } from '../src/runtime/lazy-http2.ts';
+import { trickOn } from '../src/runtime/tricks.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'dist', 'main.js');
@@ -27,7 +30,7 @@ const ASSETS = join(ROOT, 'dist', 'assets');
  * a bundle breaks (__dirname, require.resolve, files read beside the code): @fastify/swagger reads its own
  * package.json by __dirname inside a try (unused: Rota sets the document's info), pino's worker paths
  * serve transports only (Rota logs to a destination). Left out: native or lazily loaded drivers
- * (better-sqlite3, pg, ioredis), the CLI's packages, and undici, which src/upstream/agent.ts loads by
+ * (better-sqlite3, pg, ioredis), the CLI's packages, and undici, which src/runtime/undici-agent.ts loads by
  * path with createRequire (bundling the rest of it would make two copies).
  */
 const BUNDLED = new Set([
@@ -50,24 +53,6 @@ const BUNDLED = new Set([
 /** Bundled CommonJS calls require() for Node's own modules: an ES module has none, so each file makes one. */
 const REQUIRE_BANNER =
   "import { createRequire as __rotaCreateRequire } from 'node:module'; const require = __rotaCreateRequire(import.meta.url);";
-
-/*
- * fastify/lib/server.js requires node:http2 as it loads, for its `http2` option, which Rota never sets:
- * Node's HTTP/2 modules cost ~17 ms of every start (require('node:http2') after node:http in a fresh
- * process, this machine). In the bundle, fastify gets an object that loads the module on first use.
- * production-build.test.ts checks that a started Rota has not loaded it.
- */
-const LAZY_HTTP2 =
-  "let real; module.exports = new Proxy({}, { get: (_t, key) => (real ??= require('node:http2'))[key] });";
-const lazyHttp2: Plugin = {
-  name: 'lazy-http2',
-  setup(b) {
-    b.onResolve({ filter: /^(node:)?http2$/ }, (a) =>
-      a.importer.includes('/node_modules/fastify/') ? { path: 'http2', namespace: 'rota-lazy' } : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'rota-lazy' }, () => ({ contents: LAZY_HTTP2, loader: 'js' }));
-  },
-};
 
 async function newest(dir: string): Promise<number> {
   let latest = 0;
@@ -140,7 +125,8 @@ async function main(): Promise<void> {
     sourcemap: true,
     legalComments: 'none',
     banner: { js: REQUIRE_BANNER },
-    plugins: [lazyHttp2],
+    // runtime/lazy-http2.ts, unless ROTA_RUNTIME_OFF names it (read when the bundle is built).
+    plugins: trickOn('lazy-http2') ? [lazyHttp2Plugin] : [],
     logLevel: 'warning',
   });
   await mkdir(ASSETS, { recursive: true });

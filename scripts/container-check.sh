@@ -350,7 +350,7 @@ check "HEALTHCHECK command run by hand" 0 "$(podman exec -e "HC=$hc" "$PREFIX-1"
   const t = JSON.parse(process.env.HC);
   const r = require("node:child_process").spawnSync(t[1], t.slice(2), { stdio: "ignore" });
   console.log(t[0] === "CMD" ? r.status : "not CMD: " + t[0]);')"
-# The CMD gives Rota's heap flags (src/lib/node-flags.ts), so PID 1 is node itself, started with them:
+# The CMD gives Rota's heap flags (src/runtime/node-flags.ts), so PID 1 is node itself, started with them:
 # no re-exec, and SIGTERM reaches it.
 check "PID 1 runs with Rota's heap flags" "node --max-semi-space-size=16 --expose-gc --heap-growing-percent=50 dist/main.js" \
   "$(podman exec "$PREFIX-1" sh -c 'tr "\0" " " </proc/1/cmdline | sed "s/ $//"')"

@@ -2,11 +2,12 @@ import cluster from 'node:cluster';
 import ipaddr from 'ipaddr.js';
 import { buildApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
-import { compileCacheAfterReady } from './lib/compile-cache.ts';
-import { processHeapTrimmer } from './lib/heap-trim.ts';
 import { boundDoor, logListening } from './lib/listen-log.ts';
 import { createLogger } from './lib/logger.ts';
 import { logConnectionLimits } from './net/connections.ts';
+import { compileCacheAfterReady } from './runtime/compile-cache.ts';
+import { processHeapTrimmer } from './runtime/heap-trim.ts';
+import { trickOn } from './runtime/tricks.ts';
 import { createServices } from './services.ts';
 import { clusterRenderer, isWorker } from './workers/metrics-ipc.ts';
 import { runPrimary } from './workers/primary.ts';
@@ -71,8 +72,8 @@ async function main(): Promise<void> {
   logListening(logger, [boundDoor('api', app.server.address()), ...services.listeners.info()]);
   logConnectionLimits(logger, services.connections.limits);
   // Start-up's garbage and an idle young generation go back to the system in the first quiet second
-  // (after traffic, only after 30 s of quiet: lib/heap-trim.ts; proxied calls tell traffic from start-up).
-  processHeapTrimmer(() => services.stats.totals().calls).start();
+  // (after traffic, only after 30 s of quiet: runtime/heap-trim.ts; proxied calls tell traffic from start-up).
+  if (trickOn('heap-trim')) processHeapTrimmer(() => services.stats.totals().calls).start();
   // What start-up compiled goes to the cache now, not only at exit (a SIGKILL would lose it).
   setImmediate(compileCacheAfterReady);
   if (!config.requireAuth && !isLoopback(config.host)) {

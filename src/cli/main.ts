@@ -151,7 +151,7 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
 /**
  * What `npm start` runs: scripts/build.ts (the production bundle and the dashboard, rebuilt only when
  * stale; a production install without esbuild keeps what it was given), then the bundle, dist/main.js,
- * which adds Rota's runtime flags itself (src/lib/node-flags.ts).
+ * which adds Rota's runtime flags itself (src/runtime/node-flags.ts).
  */
 async function serve(): Promise<void> {
   const root = new URL('../../', import.meta.url);

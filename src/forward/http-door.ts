@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { STATUS_CODES } from '../lib/node-http.ts';
+import { STATUS_CODES } from '../runtime/node-http.ts';
 import { isRotaHeader, HOP_BY_HOP as UPSTREAM_HOP_BY_HOP } from '../upstream/send.ts';
 import { type Refusal, refusal } from './answers.ts';
 import type { ForwardGateway } from './gateway.ts';

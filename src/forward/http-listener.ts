@@ -8,7 +8,7 @@
  */
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { createServer } from '../lib/node-http.ts';
+import { createServer } from '../runtime/node-http.ts';
 import { handleAbsolute } from './absolute.ts';
 import { type Refusal, refusal } from './answers.ts';
 import { handleConnect } from './connect.ts';

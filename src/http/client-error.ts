@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
 import { type RotaErrorCode, specOf } from '../errors/codes.ts';
-import { STATUS_CODES } from '../lib/node-http.ts';
+import { STATUS_CODES } from '../runtime/node-http.ts';
 import { errorBody } from './envelope.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 

@@ -5,7 +5,7 @@
  */
 
 import type {} from 'fastify';
-import { STATUS_CODES } from '../lib/node-http.ts';
+import { STATUS_CODES } from '../runtime/node-http.ts';
 import { HANDLER_PATTERN } from '../schemas/common.ts';
 
 /** Route schema key for a body that may be left out; @fastify/swagger copies `x-` keys onto the operation. */

@@ -10,7 +10,7 @@ import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import { RotaError } from '../errors/rota-error.ts';
 import type { SsrfGuard } from '../ssrf/guard.ts';
-import { type Agent, newAgent } from '../upstream/agent.ts';
+import { type Agent, newAgent } from '../runtime/undici-agent.ts';
 
 export interface FetchLimits {
   readonly maxBytes: number;
@@ -102,7 +102,7 @@ export async function fetchList(
   let body: Readable | null = null;
   try {
     // undici's request() comes with its whole index (fetch, WebSocket...): loaded on the first fetch of
-    // a source, not in every process (src/upstream/agent.ts).
+    // a source, not in every process (src/runtime/undici-agent.ts).
     const { request } = await import('undici');
     const res = await request(verdict.url, {
       dispatcher: agent,

@@ -20,7 +20,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { OriginCache, ParsedOrigin } from '../lib/origin-cache.ts';
-import type { Agent, Pool } from './agent.ts';
+import type { Agent, Pool } from '../runtime/undici-agent.ts';
 import { proxyAuthRequired, proxyCouldNotReachTarget, proxyRefusedTheTarget } from './classify.ts';
 import { agentBusy, type ProxyDispatcher, poolBusy } from './proxy-dispatcher.ts';
 

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
 import type { CallerSignal } from '../lib/abort.ts';
-import { type Agent, newAgent, newPool, type Pool } from './agent.ts';
+import { type Agent, newAgent, newPool, type Pool } from '../runtime/undici-agent.ts';
 import { classifyTargetTlsError, dialTimeout } from './classify.ts';
 import type { DirectReads } from './direct-reads.ts';
 import { UpstreamError, type UpstreamTlsOptions } from './types.ts';

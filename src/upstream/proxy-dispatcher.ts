@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import type { Agent, Pool } from './agent.ts';
+import type { Agent, Pool } from '../runtime/undici-agent.ts';
 
 /**
  * What Rota asks of one proxy's dispatcher (dispatchers.ts keeps one per proxy): send a request through

@@ -26,7 +26,8 @@ import { readdir, rm, stat } from 'node:fs/promises';
 import module from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { switchWord } from './switch-words.ts';
+import { switchWord } from '../lib/switch-words.ts';
+import { tricksOff } from './tricks.ts';
 
 export type CacheChoice =
   | { readonly kind: 'off' }
@@ -40,7 +41,7 @@ export function chooseCacheDir(
 ): CacheChoice {
   const v = (env.ROTA_COMPILE_CACHE ?? '').trim();
   const word = switchWord(v);
-  if (word === 'off') return { kind: 'off' };
+  if (word === 'off' || tricksOff(env.ROTA_RUNTIME_OFF).has('compile-cache')) return { kind: 'off' };
   // An on word means the default folder: never a folder of that name in the working directory.
   if (word === null && v !== '') return { kind: 'dir', path: v, explicit: true };
   return { kind: 'dir', path: join(tmp, `rota-compile-cache-${uid ?? 'user'}`), explicit: false };

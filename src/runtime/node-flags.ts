@@ -12,7 +12,7 @@
  * Why a re-exec: the young generation's cap is read once, when V8 sets up the heap, so it cannot be
  * changed from inside a running process (v8.setFlagsFromString comes too late for it). Written only into
  * package.json's start script and the Dockerfile's CMD, the flags were lost by anyone running
- * `node dist/main.js` by hand or from a process manager, and the heap trimmer (lib/heap-trim.ts, which
+ * `node dist/main.js` by hand or from a process manager, and the heap trimmer (runtime/heap-trim.ts, which
  * needs --expose-gc) then stopped silently. Those two still pass them (node-flags.test.ts keeps them
  * equal to NODE_FLAGS), so `npm start` and the container skip the re-exec, a second Node boot (15-55 ms
  * of start-up by the machine's speed); anything else gets them by the re-exec. The values were chosen by
@@ -24,7 +24,8 @@
  * primary's flags (these included), the child of `node --watch` is a dev run, and any other (a process
  * manager's fork mode) gets one NODE_FLAGS_MISSING line on stderr saying what to pass.
  */
-import { switchWord } from './switch-words.ts';
+import { switchWord } from '../lib/switch-words.ts';
+import { tricksOff } from './tricks.ts';
 export const NODE_FLAGS: readonly string[] = [
   // Young generation at most 16 MB per semi-space: V8's default (32 MB on 64-bit) adds RSS at every
   // peak for no measurable throughput here.
@@ -70,7 +71,11 @@ export type FlagsDecision =
 
 export function decideFlags(p: ReexecProcess): FlagsDecision {
   // The config reader's false words leave the process as started.
-  if (switchWord(p.env.ROTA_NODE_FLAGS ?? '') === 'off') return { kind: 'keep', why: 'off' };
+  if (
+    switchWord(p.env.ROTA_NODE_FLAGS ?? '') === 'off' ||
+    tricksOff(p.env.ROTA_RUNTIME_OFF).has('node-flags')
+  )
+    return { kind: 'keep', why: 'off' };
   const missing = missingFlags(p.execArgv, p.env.NODE_OPTIONS);
   if (missing.length === 0) return { kind: 'keep', why: 'complete' };
   if (p.send !== undefined) {
