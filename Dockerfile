@@ -69,6 +69,6 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ROTA_PORT||8000)+'/api/v1/health',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
-# Rota's heap flags (src/lib/node-flags.ts), given here so that the process starts with them; without
+# Rota's heap flags (src/runtime/node-flags.ts), given here so that the process starts with them; without
 # them Rota re-executes itself with them (same pid), one more Node boot. A test keeps the two lists equal.
 CMD ["node", "--max-semi-space-size=16", "--expose-gc", "--heap-growing-percent=50", "dist/main.js"]

@@ -85,7 +85,7 @@ test('dist/main.js: API, request, docs and the HTTP listener; compile cache writ
     const relayed = await viaProxy(proxyPort, target.url('/json').href);
     assert.equal(relayed.status, 200);
     assert.ok(relayed.headers['x-rota-proxy-id'], 'the listener names the proxy');
-    // Flushed after ready (lib/compile-cache.ts), not only at exit: present while the process runs.
+    // Flushed after ready (runtime/compile-cache.ts), not only at exit: present while the process runs.
     assert.ok(filesUnder(cache) > 0, 'the compile cache holds entries');
   } finally {
     const exit = await server.stop('SIGTERM');

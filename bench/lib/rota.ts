@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NODE_FLAGS } from '../../src/lib/node-flags.ts';
+import { NODE_FLAGS } from '../../src/runtime/node-flags.ts';
 import { freePort, type Proc, sleep, startProcess } from './proc.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
