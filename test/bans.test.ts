@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { type BanTarget, startBanTarget } from './fixtures/ban-target.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
-import { addUpstream, basic, type ListeningApp, listeningApp, viaProxy } from './forward-kit.ts';
+import { addUpstream, basic, type ListeningApp, listeningApp, viaProxy } from './helpers/forward.ts';
 
 /*
  * Ban detection end to end: a site (host A, 127.0.0.2) refuses three of five proxies, told apart by the

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Api, injectTransport } from '../src/control/api-test-kit.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { type RawFixture, startResetter } from './fixtures/misbehaving.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
+import { Api, injectTransport } from './helpers/api-contract.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 
 /** PUT config: every field takes effect on the next request. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { STRATEGIES } from '../src/config.ts';
-import { Api, injectTransport, type Reply } from '../src/control/api-test-kit.ts';
+import { Api, injectTransport, type Reply } from './helpers/api-contract.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 
 /**

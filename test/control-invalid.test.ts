@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Api, injectTransport, type Reply } from '../src/control/api-test-kit.ts';
+import { Api, injectTransport, type Reply } from './helpers/api-contract.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 
 /** Invalid updates: every problem listed, 400 INVALID_CONFIGURATION, nothing half-applied. */

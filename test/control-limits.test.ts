@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Api, injectTransport, type Reply } from '../src/control/api-test-kit.ts';
-import { parseSamples, sumOf } from '../src/metrics/test-support.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
+import { Api, injectTransport, type Reply } from './helpers/api-contract.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
+import { parseSamples, sumOf } from './helpers/metrics.ts';
 
 /** PUT config `rate_limits` applies to the very next request (docs/decisions.md, "Auth and rate limits"). */
 

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { Api, fetchTransport, injectTransport } from '../src/control/api-test-kit.ts';
+import { Api, fetchTransport, injectTransport } from './helpers/api-contract.ts';
 import { makeApp } from './helpers/app.ts';
 import { type RunningServer, startServer } from './helpers/server.ts';
 

@@ -10,6 +10,18 @@ import assert from 'node:assert/strict';
 import { copyFile, mkdir } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
+import { type RawFixture, startResetter } from './fixtures/misbehaving.ts';
+import { startTarget, type TargetServer } from './fixtures/target.ts';
+import { GENEROUS_LIMITS } from './helpers/app.ts';
+import {
+  CHROMIUM_MISSING,
+  launchChromium,
+  type RunningRota,
+  spawnRota,
+  startTrapProxy,
+  type TrapProxy,
+} from './helpers/browser.ts';
 import {
   api,
   assertOffline,
@@ -23,19 +35,7 @@ import {
   until,
   type Watched,
   watch,
-} from './dashboard-kit.ts';
-import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
-import { type RawFixture, startResetter } from './fixtures/misbehaving.ts';
-import { startTarget, type TargetServer } from './fixtures/target.ts';
-import { GENEROUS_LIMITS } from './helpers/app.ts';
-import {
-  CHROMIUM_MISSING,
-  launchChromium,
-  type RunningRota,
-  spawnRota,
-  startTrapProxy,
-  type TrapProxy,
-} from './helpers/browser.ts';
+} from './helpers/dashboard.ts';
 
 const SKIP = CHROMIUM_MISSING;
 const OUT = new URL('../test-output/', import.meta.url);

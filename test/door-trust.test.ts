@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { addUpstream, type ListeningApp, listeningApp, viaProxy } from './forward-kit.ts';
+import { addUpstream, type ListeningApp, listeningApp, viaProxy } from './helpers/forward.ts';
 
 /*
  * What a client can trust at both doors (the HTTP listener, the API port): a request line that is not

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { addProxy, engineApp, getProxy, waitUntil } from './engine-kit.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import type { TestApp } from './helpers/app.ts';
+import { addProxy, engineApp, getProxy, waitUntil } from './helpers/engine.ts';
 
 /*
  * The caller's own connection, over a real listening socket (inject has none): a caller that goes away

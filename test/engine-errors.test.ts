@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
+import { startTarget, type TargetServer } from './fixtures/target.ts';
+import { makeApp, type TestApp } from './helpers/app.ts';
 import {
   addProxy,
   breakerState,
@@ -8,10 +11,7 @@ import {
   NO_BACKOFF,
   proxied,
   putPolicy,
-} from './engine-kit.ts';
-import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
-import { startTarget, type TargetServer } from './fixtures/target.ts';
-import { makeApp, type TestApp } from './helpers/app.ts';
+} from './helpers/engine.ts';
 import { closedPort } from './helpers/real-proxies.ts';
 
 /* The error answers of POST /api/v1/request, each produced by a real situation. */

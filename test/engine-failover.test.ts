@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
+import { type RawFixture, startBlackhole, startResetter } from './fixtures/misbehaving.ts';
+import { startTarget, type TargetServer } from './fixtures/target.ts';
+import type { TestApp } from './helpers/app.ts';
 import {
   addProxy,
   breakerState,
@@ -9,11 +13,7 @@ import {
   proxiedOk,
   putPolicy,
   SkewClock,
-} from './engine-kit.ts';
-import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
-import { type RawFixture, startBlackhole, startResetter } from './fixtures/misbehaving.ts';
-import { startTarget, type TargetServer } from './fixtures/target.ts';
-import type { TestApp } from './helpers/app.ts';
+} from './helpers/engine.ts';
 import { closedPort as refusingPort } from './helpers/real-proxies.ts';
 
 /*

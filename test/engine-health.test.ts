@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { addProxy, deleteProxy, engineApp, getProxy } from './engine-kit.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { type Fixture, listen, SocketTracker, stop } from './fixtures/server.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { json, type TestApp } from './helpers/app.ts';
+import { addProxy, deleteProxy, engineApp, getProxy } from './helpers/engine.ts';
 import { closedPort } from './helpers/real-proxies.ts';
 
 /* POST proxies/health-check (and the deprecated proxies/test) against ROTA_HEALTH_CHECK_URL. */

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
+import { type RawFixture, startBlackhole } from './fixtures/misbehaving.ts';
+import { startTarget, type TargetServer } from './fixtures/target.ts';
+import type { TestApp } from './helpers/app.ts';
 import {
   addProxy,
   breakerState,
@@ -10,11 +14,7 @@ import {
   proxiedOk,
   putConfig,
   putPolicy,
-} from './engine-kit.ts';
-import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
-import { type RawFixture, startBlackhole } from './fixtures/misbehaving.ts';
-import { startTarget, type TargetServer } from './fixtures/target.ts';
-import type { TestApp } from './helpers/app.ts';
+} from './helpers/engine.ts';
 
 /*
  * Hedging (ROTA_HEDGE_DELAY_S): a replayable call still waiting on a proxy that has not proven itself

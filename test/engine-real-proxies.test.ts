@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { testTls } from './fixtures/certs.ts';
+import { startTarget, type TargetServer } from './fixtures/target.ts';
+import type { TestApp } from './helpers/app.ts';
 import {
   addProxy,
   deleteProxy,
@@ -9,10 +12,7 @@ import {
   proxied,
   proxiedOk,
   putPolicy,
-} from './engine-kit.ts';
-import { testTls } from './fixtures/certs.ts';
-import { startTarget, type TargetServer } from './fixtures/target.ts';
-import type { TestApp } from './helpers/app.ts';
+} from './helpers/engine.ts';
 import {
   closedPort,
   type RealProxy,

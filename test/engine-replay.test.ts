@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
+import { type Fixture, listen, SocketTracker, stop } from './fixtures/server.ts';
+import { startTarget, type TargetServer } from './fixtures/target.ts';
+import type { TestApp } from './helpers/app.ts';
 import {
   addProxy,
   breakerState,
@@ -12,11 +16,7 @@ import {
   proxiedOk,
   putPolicy,
   waitUntil,
-} from './engine-kit.ts';
-import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
-import { type Fixture, listen, SocketTracker, stop } from './fixtures/server.ts';
-import { startTarget, type TargetServer } from './fixtures/target.ts';
-import type { TestApp } from './helpers/app.ts';
+} from './helpers/engine.ts';
 import { closedPort } from './helpers/real-proxies.ts';
 
 /*

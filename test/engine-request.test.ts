@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { addProxy, engineApp, NO_BACKOFF, proxied, proxiedOk, putPolicy } from './engine-kit.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { type Fixture, listen, SocketTracker, stop } from './fixtures/server.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import type { TestApp } from './helpers/app.ts';
+import { addProxy, engineApp, NO_BACKOFF, proxied, proxiedOk, putPolicy } from './helpers/engine.ts';
 
 /* What POST /api/v1/request does with methods, headers, bodies, redirects, size and time limits. */
 

@@ -3,11 +3,11 @@ import http from 'node:http';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import { CallerGone, CLIENT_GONE } from '../src/lib/abort.ts';
 import type { Work } from '../src/outbound/work.ts';
-import { addProxy, engineApp, getProxy, proxied, proxiedOk, putPolicy } from './engine-kit.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { listen } from './fixtures/server.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import type { TestApp } from './helpers/app.ts';
+import { addProxy, engineApp, getProxy, proxied, proxiedOk, putPolicy } from './helpers/engine.ts';
 import { closedPort } from './helpers/real-proxies.ts';
 
 /*

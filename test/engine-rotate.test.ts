@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { addProxy, engineApp, getProxy, proxiedOk, putConfig } from './engine-kit.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import type { TestApp } from './helpers/app.ts';
+import { addProxy, engineApp, getProxy, proxiedOk, putConfig } from './helpers/engine.ts';
 
 /* GET rotate, and strategy switches through PUT config taking effect on the next request. */
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { addProxy, deleteProxy, engineApp, getProxy, proxied, proxiedOk } from './engine-kit.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import type { TestApp } from './helpers/app.ts';
+import { addProxy, deleteProxy, engineApp, getProxy, proxied, proxiedOk } from './helpers/engine.ts';
 
 /**
  * The per-attempt share of the deadline protects against proxies that accept and never answer; it must

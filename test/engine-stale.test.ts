@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
-import { addUpstream, type ListeningApp, listeningApp, viaProxy } from './forward-kit.ts';
+import { addUpstream, type ListeningApp, listeningApp, viaProxy } from './helpers/forward.ts';
 
 /*
  * A proxy that closes a kept-alive connection right after answering, without `Connection: close` (what

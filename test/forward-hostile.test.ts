@@ -11,7 +11,7 @@ import {
   readAll,
   viaProxy,
   waitFor,
-} from './forward-kit.ts';
+} from './helpers/forward.ts';
 
 /*
  * Hostile input at both listeners: random bytes, truncated and oversized heads, heads that never end,

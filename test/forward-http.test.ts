@@ -15,7 +15,7 @@ import {
   readAll,
   viaProxy,
   waitFor,
-} from './forward-kit.ts';
+} from './helpers/forward.ts';
 
 /*
  * The HTTP listener's two paths through one well-behaved upstream proxy with credentials of its own:

@@ -11,7 +11,7 @@ import {
   type ListeningApp,
   listeningApp,
   viaProxy,
-} from './forward-kit.ts';
+} from './helpers/forward.ts';
 import { closedPort as refusingPort } from './helpers/real-proxies.ts';
 
 /*

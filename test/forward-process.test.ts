@@ -3,7 +3,7 @@ import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
-import { connectVia, readAll } from './forward-kit.ts';
+import { connectVia, readAll } from './helpers/forward.ts';
 import { freePort, type RunningServer, startServer } from './helpers/server.ts';
 
 /*

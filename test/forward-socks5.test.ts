@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { SocksClient } from 'socks';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
-import { addUpstream, type ListeningApp, listeningApp, readAll, socks5, waitFor } from './forward-kit.ts';
+import { addUpstream, type ListeningApp, listeningApp, readAll, socks5, waitFor } from './helpers/forward.ts';
 
 /*
  * The SOCKS5 listener: every address type, the reply codes of the contract, username parameters, and

@@ -14,7 +14,7 @@ import {
   readAll,
   socks5,
   viaProxy,
-} from './forward-kit.ts';
+} from './helpers/forward.ts';
 import { type RealProxy, startAllOrClose, startDante, startTinyproxy } from './helpers/real-proxies.ts';
 
 /*

@@ -6,8 +6,8 @@ import { promisify } from 'node:util';
 
 /*
  * Memory regression: the heap a proxy costs, and that traffic leaves nothing behind. Measured in a
- * process of its own (test/memory-probe.ts, with --expose-gc) as heap used after a full GC, which is
- * what the code holds; RSS would measure the allocator and the young generation instead.
+ * process of its own (test/helpers/memory-probe.ts, with --expose-gc) as heap used after a full GC,
+ * which is what the code holds; RSS would measure the allocator and the young generation instead.
  *
  * Bounds, with margin over what was measured when they were set (2026-11-25: 1,128 bytes per proxy
  * added through the pool, 679 per proxy with credentials loaded from SQLite at start-up; -30 KB to
@@ -21,7 +21,7 @@ const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 test('10,000 proxies cost under 1.5 KiB of heap each (1 KiB loaded from SQLite); 20,000 calls do not grow the heap', async () => {
-  const { stdout } = await run(process.execPath, ['--expose-gc', 'test/memory-probe.ts'], {
+  const { stdout } = await run(process.execPath, ['--expose-gc', 'test/helpers/memory-probe.ts'], {
     cwd: ROOT,
     timeout: 240_000,
   });

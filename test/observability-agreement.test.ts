@@ -1,20 +1,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { Api, injectTransport, type Reply } from '../src/control/api-test-kit.ts';
 import type { RetryMetricsJson } from '../src/metrics/retry.ts';
 import type { StatsJson } from '../src/metrics/stats.ts';
+import type { Clock } from '../src/services.ts';
+import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
+import { type RawFixture, startResetter } from './fixtures/misbehaving.ts';
+import { startTarget, type TargetServer } from './fixtures/target.ts';
+import { Api, injectTransport, type Reply } from './helpers/api-contract.ts';
+import { makeApp, type TestApp } from './helpers/app.ts';
 import {
   assertPromtoolAccepts,
   type ParsedSample,
   parseSamples,
   promtoolCheck,
   sumOf,
-} from '../src/metrics/test-support.ts';
-import type { Clock } from '../src/services.ts';
-import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
-import { type RawFixture, startResetter } from './fixtures/misbehaving.ts';
-import { startTarget, type TargetServer } from './fixtures/target.ts';
-import { makeApp, type TestApp } from './helpers/app.ts';
+} from './helpers/metrics.ts';
 
 /**
  * N proxied calls through real fixture proxies, K of the attempts failing: stats, retry metrics, breaker

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { Api, injectTransport } from '../src/control/api-test-kit.ts';
 import type { RetryMetricsJson } from '../src/metrics/retry.ts';
 import type { Clock } from '../src/services.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { type RawFixture, startResetter } from './fixtures/misbehaving.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
+import { Api, injectTransport } from './helpers/api-contract.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
 
 /** Breaker endpoints, the `hours` windows and retention of the event and retry history. */

@@ -1,18 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { Api, injectTransport } from '../src/control/api-test-kit.ts';
 import type { RetryMetricsJson } from '../src/metrics/retry.ts';
 import type { StatsJson } from '../src/metrics/stats.ts';
-import {
-  assertPromtoolAccepts,
-  type ParsedSample,
-  parseSamples,
-  sumOf,
-} from '../src/metrics/test-support.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
+import { Api, injectTransport } from './helpers/api-contract.ts';
 import { makeApp, type TestApp } from './helpers/app.ts';
+import { assertPromtoolAccepts, type ParsedSample, parseSamples, sumOf } from './helpers/metrics.ts';
 
 /** /metrics: format, aliases, bounded label sets, and series that leave with their proxy. */
 

@@ -17,7 +17,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
-import { connectVia, getOverTunnel, socks5, viaProxy } from './forward-kit.ts';
+import { connectVia, getOverTunnel, socks5, viaProxy } from './helpers/forward.ts';
 import { freePort, startServer } from './helpers/server.ts';
 
 /*

@@ -15,7 +15,7 @@ import {
   PROXY_USER,
   responseText,
   SECRETS,
-} from './security-kit.ts';
+} from './helpers/security.ts';
 
 const KEY = { 'x-api-key': API_KEY };
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { basic, type ListeningApp, listeningApp, socks5, viaProxy } from './forward-kit.ts';
+import { basic, type ListeningApp, listeningApp, socks5, viaProxy } from './helpers/forward.ts';
 import { startRedis, type TestRedis } from './helpers/redis.ts';
 
 /*

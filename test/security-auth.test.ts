@@ -6,8 +6,8 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { LightMyRequestResponse } from 'fastify';
 import { json, makeApp, type TestApp } from './helpers/app.ts';
+import { API_KEY, AUTH_ENV, assertNoSecret, listRoutes } from './helpers/security.ts';
 import { startServer } from './helpers/server.ts';
-import { API_KEY, AUTH_ENV, assertNoSecret, listRoutes } from './security-kit.ts';
 
 const PUBLIC = new Set([
   '/docs',

@@ -10,7 +10,6 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { api, listProxies, until } from './dashboard-kit.ts';
 import { GENEROUS_LIMITS } from './helpers/app.ts';
 import {
   CHROMIUM_MISSING,
@@ -20,6 +19,7 @@ import {
   startTrapProxy,
   type TrapProxy,
 } from './helpers/browser.ts';
+import { api, listProxies, until } from './helpers/dashboard.ts';
 
 const REBOUND = 'attacker.example';
 const DEAD_PROXY = 'http://127.0.0.1:9';

@@ -14,7 +14,7 @@ import {
   type RouteInfo,
   responseText,
   SECRETS,
-} from './security-kit.ts';
+} from './helpers/security.ts';
 
 const BASIC = `Basic ${Buffer.from(`${PROXY_USER}:${PROXY_PASS}`).toString('base64')}`;
 const CURRENT_ID = '<current proxy id>';

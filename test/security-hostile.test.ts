@@ -5,7 +5,7 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { InjectOptions } from 'fastify';
 import { json, makeApp, type TestApp } from './helpers/app.ts';
-import { addProxyBody, seriesOf } from './security-kit.ts';
+import { addProxyBody, seriesOf } from './helpers/security.ts';
 
 /** Hostile input is refused with a 4xx envelope, and afterwards nothing has changed. */
 describe('hostile input', () => {

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { json, makeApp, type TestApp } from './helpers/app.ts';
-import { API_KEY, AUTH_ENV } from './security-kit.ts';
+import { API_KEY, AUTH_ENV } from './helpers/security.ts';
 
 type Inject = InjectOptions;
 

@@ -11,7 +11,7 @@ import {
   socks5,
   viaProxy,
   waitFor,
-} from './forward-kit.ts';
+} from './helpers/forward.ts';
 import { freePort, type RealProxy, startDante, startSquid } from './helpers/real-proxies.ts';
 
 /*

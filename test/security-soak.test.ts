@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { GENEROUS_LIMITS } from './helpers/app.ts';
+import { API_KEY, AUTH_ENV, assertNoSecret, PROXY_PASS, PROXY_USER, SECRETS } from './helpers/security.ts';
 import { type RunningServer, startServer } from './helpers/server.ts';
-import { API_KEY, AUTH_ENV, assertNoSecret, PROXY_PASS, PROXY_USER, SECRETS } from './security-kit.ts';
 
 const REQUESTS = 3000;
 const CONCURRENCY = 16;

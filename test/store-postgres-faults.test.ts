@@ -9,8 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import { PostgresStore } from '../src/store/postgres.ts';
-import { rec } from '../src/store/test-records.ts';
 import { startPostgres } from './helpers/postgres.ts';
+import { rec } from './helpers/store.ts';
 
 const silent = pino({ level: 'silent' });
 const key = randomBytes(32);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
-import { addUpstream, type ListeningApp, listeningApp, viaProxy } from './forward-kit.ts';
+import { addUpstream, type ListeningApp, listeningApp, viaProxy } from './helpers/forward.ts';
 
 /* ROTA_UPSTREAM_ALLOW: a proxy whose host is not listed is never connected to, on any path. */
 

@@ -4,7 +4,7 @@ import { DispatcherCache } from '../src/upstream/dispatchers.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startSocksFixture } from './fixtures/socks.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
-import { assertFailure, attempt, failure, proxyRecord } from './fixtures/upstream-kit.ts';
+import { assertFailure, attempt, failure, proxyRecord } from './helpers/upstream.ts';
 
 /** Waiting for a free connection inside Rota is Rota's queue, not the proxy's fault. */
 describe('a deadline reached in the local queue', () => {

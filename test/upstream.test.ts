@@ -14,7 +14,6 @@ import {
 } from './fixtures/misbehaving.ts';
 import { type SocksFixture, startSocksFixture } from './fixtures/socks.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
-import { assertFailure, attempt, errorText, failure, proxyRecord, waitFor } from './fixtures/upstream-kit.ts';
 import {
   closedPort,
   type RealProxy,
@@ -22,6 +21,7 @@ import {
   startDante,
   startTinyproxy,
 } from './helpers/real-proxies.ts';
+import { assertFailure, attempt, errorText, failure, proxyRecord, waitFor } from './helpers/upstream.ts';
 
 const CONNECT_TIMEOUT_MS = 1_000;
 const USER = 'alice';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
-import { proxyRecord } from '../../test/fixtures/upstream-kit.ts';
+import { proxyRecord } from '../../test/helpers/upstream.ts';
 import { type DirectReads, directReadsOf } from '../upstream/direct-reads.ts';
 import { connectPlain } from '../upstream/plain-connect.ts';
 import { IdleSweeper } from './idle-sweep.ts';

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { parseSamples, sumOf } from '../../test/helpers/metrics.ts';
 import type { AttemptRecord, CallRecord } from './calls.ts';
 import { PromMetrics } from './prometheus.ts';
 import { RetryMetrics } from './retry.ts';
 import { StatsAggregator } from './stats.ts';
-import { parseSamples, sumOf } from './test-support.ts';
 
 const PROXIES = [
   '00000000-0000-4000-8000-00000000000a',

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ACCEPTED_LINT, parseSamples, promtoolCheck, sumOf } from '../../test/helpers/metrics.ts';
 import type { CallRecord } from './calls.ts';
 import {
   type BreakerMetricsInput,
@@ -11,7 +12,6 @@ import {
 } from './exposition.ts';
 import { PromMetrics } from './prometheus.ts';
 import { RetryMetrics } from './retry.ts';
-import { ACCEPTED_LINT, parseSamples, promtoolCheck, sumOf } from './test-support.ts';
 
 const A = '00000000-0000-4000-8000-00000000000a';
 const B = '00000000-0000-4000-8000-00000000000b';

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { register as globalRegister } from 'prom-client';
+import { parseSamples, seriesOf, sumOf } from '../../test/helpers/metrics.ts';
 import type { CallRecord } from './calls.ts';
 import { OVERFLOW_ENDPOINT, PromMetrics, type PromMetricsOptions, UNMATCHED_ENDPOINT } from './prometheus.ts';
-import { parseSamples, seriesOf, sumOf } from './test-support.ts';
 
 const A = '00000000-0000-4000-8000-00000000000a';
 const B = '00000000-0000-4000-8000-00000000000b';

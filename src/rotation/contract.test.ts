@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { candidates, makeEntry, seededRandom } from '../../test/helpers/rotation.ts';
 import { STRATEGIES, type StrategyName } from '../config.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { createStrategy } from './index.ts';
-import { candidates, makeEntry, seededRandom } from './test-support.ts';
 import type { Strategy } from './types.ts';
 
 const COUNTRIES = ['US', 'DE', 'FR', null] as const;

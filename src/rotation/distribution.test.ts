@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import {
+  candidates,
+  chiSquare,
+  chiSquareCritical,
+  makeEntry,
+  seededRandom,
+} from '../../test/helpers/rotation.ts';
 import { FAILURE_PENALTY_MS, PerformanceBasedStrategy } from './performance-based.ts';
 import { RandomStrategy } from './random.ts';
-import { candidates, chiSquare, chiSquareCritical, makeEntry, seededRandom } from './test-support.ts';
 import { SUCCESS_WINDOW, WeightedStrategy } from './weighted.ts';
 
 /** Counts how often each usable member is chosen over `draws` selections. */

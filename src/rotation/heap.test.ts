@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { makeEntry } from '../../test/helpers/rotation.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { IndexedHeap } from './heap.ts';
-import { makeEntry } from './test-support.ts';
 
 interface Node {
   readonly entry: ProxyEntry;

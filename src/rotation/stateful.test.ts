@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { candidates, makeEntry } from '../../test/helpers/rotation.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { GeoTargetedStrategy } from './geo-targeted.ts';
 import { LeastUsedStrategy } from './least-used.ts';
 import { RoundRobinStrategy } from './round-robin.ts';
 import { SessionTable } from './sessions.ts';
 import { RoundRobinCursor } from './shared.ts';
-import { candidates, makeEntry } from './test-support.ts';
 
 const ids = (es: readonly (ProxyEntry | null)[]) => es.map((e) => e?.record.id ?? null);
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
+import { inV4Range, publicV4, toDotted, V4_SPECIAL, v6Forms } from '../../test/helpers/ssrf.ts';
 import { classifyAddress, embeddedIPv4 } from './address.ts';
-import { inV4Range, publicV4, toDotted, V4_SPECIAL, v6Forms } from './testkit.ts';
 import type { SsrfReason } from './types.ts';
 
 describe('classifyAddress: IPv4', () => {

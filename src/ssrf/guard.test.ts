@@ -2,8 +2,16 @@ import assert from 'node:assert/strict';
 import { isIP } from 'node:net';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import {
+  inV4Range,
+  numericHost,
+  publicV4,
+  randomCase,
+  toUint,
+  V4_SPECIAL,
+  v6Forms,
+} from '../../test/helpers/ssrf.ts';
 import { lookupAll, type Resolver, SsrfGuard } from './guard.ts';
-import { inV4Range, numericHost, publicV4, randomCase, toUint, V4_SPECIAL, v6Forms } from './testkit.ts';
 import type { SsrfReason, SsrfVerdict } from './types.ts';
 
 /** A resolver that answers from a table and records what it was asked. */

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { isIP } from 'node:net';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { numericHost, randomCase } from '../../test/helpers/ssrf.ts';
 import { hostNameReason, normalizeHostName, parseNumericIPv4 } from './host.ts';
-import { numericHost, randomCase } from './testkit.ts';
 
 const label = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?$/);
 

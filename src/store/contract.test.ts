@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, describe, it } from 'node:test';
 import pino from 'pino';
+import { plain, rec } from '../../test/helpers/store.ts';
 import { hasCredentials, type ProxyRecord } from '../pool/types.ts';
 import { MemoryStore } from './memory.ts';
 import { SqliteStore } from './sqlite.ts';
-import { plain, rec } from './test-records.ts';
 import { DuplicateProxyError, type ProxyStore } from './types.ts';
 
 async function all(store: ProxyStore): Promise<ProxyRecord[]> {

@@ -10,6 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import pino from 'pino';
 import { startPostgres, type TestPostgres } from '../../test/helpers/postgres.ts';
+import { plain, rec } from '../../test/helpers/store.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import type { ProxyRecord } from '../pool/types.ts';
 import { storeContract } from './contract.test.ts';
@@ -19,7 +20,6 @@ import { openStore } from './open.ts';
 import { PostgresStore, type PostgresStoreOptions } from './postgres.ts';
 import { isUnavailable, StorageUnavailableError } from './postgres-errors.ts';
 import { migratePg, PG_MIGRATIONS } from './postgres-schema.ts';
-import { plain, rec } from './test-records.ts';
 
 const silent = pino({ level: 'silent' });
 const key = randomBytes(32);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import Database from 'better-sqlite3';
 import pino from 'pino';
+import { plain, rec } from '../../test/helpers/store.ts';
 import { loadConfig } from '../config.ts';
 import type { ProxyRecord } from '../pool/types.ts';
 import { hasCredentials } from '../pool/types.ts';
@@ -14,7 +15,6 @@ import { CredentialDecryptError, StorageKeyError } from './crypto.ts';
 import { MIGRATIONS, MigrationError, migrate } from './migrations.ts';
 import { openStore } from './open.ts';
 import { SqliteStore } from './sqlite.ts';
-import { plain, rec } from './test-records.ts';
 import type { ProxyStore } from './types.ts';
 
 const silent = pino({ level: 'silent' });

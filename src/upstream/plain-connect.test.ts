@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { proxyRecord } from '../../test/fixtures/upstream-kit.ts';
+import { proxyRecord } from '../../test/helpers/upstream.ts';
 import { directReadsOf } from './direct-reads.ts';
 import { parseConnectStatus } from './http-proxy.ts';
 import { connectPlain } from './plain-connect.ts';

@@ -1,5 +1,5 @@
-import type { ProxyEntry } from '../pool/pool.ts';
-import type { Candidates } from './types.ts';
+import type { ProxyEntry } from '../../src/pool/pool.ts';
+import type { Candidates } from '../../src/rotation/types.ts';
 
 /** A seeded PRNG (mulberry32) in [0, 1): reproducible "randomness" for strategy tests. */
 export function seededRandom(seed: number): () => number {

@@ -1,7 +1,7 @@
 /** Generators and tables shared by the SSRF tests (not a test file itself, so importing it runs nothing). */
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
-import type { SsrfReason } from './types.ts';
+import type { SsrfReason } from '../../src/ssrf/types.ts';
 
 /** Every special IPv4 range the guard refuses, with the reason a member must get. */
 export const V4_SPECIAL: ReadonlyArray<readonly [string, SsrfReason]> = [

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net from 'node:net';
-import { makeApp, type TestApp } from './helpers/app.ts';
-import { freePort } from './helpers/real-proxies.ts';
+import { makeApp, type TestApp } from './app.ts';
+import { freePort } from './real-proxies.ts';
 
 /**
  * Helpers for the listener tests: a real app with its listeners on loopback ports, and small clients

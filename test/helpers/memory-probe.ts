@@ -1,8 +1,8 @@
 /*
- * Run by test/memory.test.ts as `node --expose-gc test/memory-probe.ts`: measures, in a process of its
- * own, the heap used after a full GC (a) per proxy, for 10,000 proxies added to the pool, (b) per proxy,
- * for 10,000 proxies with credentials loaded from a SQLite file at start-up (the pool-scale case), and
- * (c) across 20,000 proxied calls through a fixture proxy once warm. Prints one JSON line.
+ * Run by test/memory.test.ts as `node --expose-gc test/helpers/memory-probe.ts`: measures, in a process
+ * of its own, the heap used after a full GC (a) per proxy, for 10,000 proxies added to the pool, (b) per
+ * proxy, for 10,000 proxies with credentials loaded from a SQLite file at start-up (the pool-scale case),
+ * and (c) across 20,000 proxied calls through a fixture proxy once warm. Prints one JSON line.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -10,11 +10,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { loadConfig } from '../src/config.ts';
-import { bufferedWork } from '../src/outbound/works.ts';
-import { createServices } from '../src/services.ts';
-import { SqliteStore } from '../src/store/sqlite.ts';
-import { rec } from '../src/store/test-records.ts';
+import { loadConfig } from '../../src/config.ts';
+import { bufferedWork } from '../../src/outbound/works.ts';
+import { createServices } from '../../src/services.ts';
+import { SqliteStore } from '../../src/store/sqlite.ts';
+import { rec } from './store.ts';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with --expose-gc');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
-import type { Clock } from '../src/services.ts';
-import { json, makeApp, type TestApp } from './helpers/app.ts';
+import type { Clock } from '../../src/services.ts';
+import { json, makeApp, type TestApp } from './app.ts';
 
 /**
  * Shared by the test/engine-*.test.ts files: they drive the outbound engine only through the HTTP API

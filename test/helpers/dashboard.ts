@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
-import type { TrapProxy } from './helpers/browser.ts';
+import type { TrapProxy } from './browser.ts';
 
 /** Logged by the page itself, so that violations show up even when reported only as events. */
 export const CSP_LISTENER = `document.addEventListener('securitypolicyviolation', (e) => {

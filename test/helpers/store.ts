@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ProxyRecord } from '../pool/types.ts';
+import type { ProxyRecord } from '../../src/pool/types.ts';
 
 let clock = 1_700_000_000_000;
 
