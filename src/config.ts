@@ -11,17 +11,9 @@ import {
 } from './config-reader.ts';
 import { parseAllowedHosts } from './lib/allowed-hosts.ts';
 import type { Rate } from './lib/rate.ts';
+import { STRATEGIES, type StrategyName } from './rotation/names.ts';
 
-export const STRATEGIES = [
-  'round-robin',
-  'random',
-  'weighted',
-  'least-used',
-  'performance-based',
-  'session-persistence',
-  'geo-targeted',
-] as const;
-export type StrategyName = (typeof STRATEGIES)[number];
+export { STRATEGIES, type StrategyName };
 
 export interface Config {
   readonly host: string;

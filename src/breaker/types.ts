@@ -1,5 +1,9 @@
-/** Breaker states as they appear in JSON (docs/decisions.md, "Circuit breakers"). Metric values: 0, 1, 2. */
-export type BreakerStateName = 'closed' | 'open' | 'half-open';
+/**
+ * Breaker states as they appear in JSON (docs/decisions.md, "Circuit breakers"), from the healthiest; the
+ * order is the dashboard's sort order, not the metric values (metrics/exposition.ts).
+ */
+export const BREAKER_STATES = ['closed', 'half-open', 'open'] as const;
+export type BreakerStateName = (typeof BREAKER_STATES)[number];
 
 export interface BreakerSettings {
   readonly failureThreshold: number;

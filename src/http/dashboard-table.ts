@@ -3,7 +3,7 @@
  * stays a few kilobytes: one pass over the pool to filter, one sort of indices over typed keys (no row
  * object is built for a proxy that is not on the page), and only the page's rows rendered.
  */
-import type { BreakerStateName } from '../breaker/types.ts';
+import { BREAKER_STATES, type BreakerStateName } from '../breaker/types.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { HEALTH_VALUES, type Health, type Protocol } from '../pool/types.ts';
 import type { Services } from '../services.ts';
@@ -20,8 +20,6 @@ export const SORT_KEYS = [
   'in_flight',
 ] as const;
 export type SortKey = (typeof SORT_KEYS)[number];
-
-export const BREAKER_STATES = ['closed', 'half-open', 'open'] as const;
 
 export interface TableQuery {
   page: number;

@@ -1,7 +1,5 @@
 import { isIP } from 'node:net';
-import { PROTOCOLS, type Protocol } from './types.ts';
-
-export const MAX_PROXY_URL_LENGTH = 2048;
+import { MAX_PROXY_URL_LENGTH, PROTOCOLS, type Protocol } from './types.ts';
 
 export interface ParsedProxyUrl {
   protocol: Protocol;

@@ -1,6 +1,9 @@
 export const PROTOCOLS = ['http', 'https', 'socks4', 'socks4a', 'socks5', 'socks5h'] as const;
 export type Protocol = (typeof PROTOCOLS)[number];
 
+/** The longest proxy URL accepted. */
+export const MAX_PROXY_URL_LENGTH = 2048;
+
 export const HEALTH_VALUES = ['unknown', 'healthy', 'degraded', 'unhealthy', 'dead'] as const;
 export type Health = (typeof HEALTH_VALUES)[number];
 

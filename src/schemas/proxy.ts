@@ -1,6 +1,11 @@
 import { type Static, Type } from 'typebox';
-import { MAX_PROXY_URL_LENGTH } from '../pool/proxy-url.ts';
-import { HEALTH_VALUES, PROTOCOLS, STATUS_FILTERS, STATUS_VALUES } from '../pool/types.ts';
+import {
+  HEALTH_VALUES,
+  MAX_PROXY_URL_LENGTH,
+  PROTOCOLS,
+  STATUS_FILTERS,
+  STATUS_VALUES,
+} from '../pool/types.ts';
 import { checkedByHandler, Nullable } from './common.ts';
 import { PROXY_URL_PATTERN, PROXY_URL_WITHOUT_CREDENTIALS_PATTERN } from './patterns.ts';
 

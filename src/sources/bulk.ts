@@ -3,7 +3,8 @@
  * import and proxy sources report: created, duplicates, and the invalid lines (at most 100 listed).
  */
 import type { AddProxyInput, Pool, ProxyEntry } from '../pool/pool.ts';
-import { type Invalid, MAX_INVALID_LISTED, type ParsedList } from './lines.ts';
+import { MAX_INVALID_LISTED } from '../schemas/import.ts';
+import type { Invalid, ParsedList } from './lines.ts';
 
 export interface ImportSummary {
   created: number;

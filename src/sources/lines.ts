@@ -10,9 +10,6 @@ import type { Protocol } from '../pool/types.ts';
 /** Bulk import and sources refuse a list of more lines than this (413 for import). */
 export const MAX_IMPORT_LINES = 100_000;
 
-/** At most this many invalid lines are listed in an answer. */
-export const MAX_INVALID_LISTED = 100;
-
 export interface Candidate {
   readonly line: number;
   readonly input: AddProxyInput;

@@ -1,92 +1,24 @@
-/** The shapes of the API answers the dashboard reads (src/http/routes/dashboard-api.ts and others). */
+/**
+ * The shapes of the API answers the dashboard reads, taken from the API's own TypeBox schemas
+ * (src/schemas/): the schema that validates and documents an answer is the one the dashboard is typed
+ * against. `import type` only: esbuild erases these imports, so nothing of src/ reaches the bundle.
+ */
+import type { Static } from 'typebox';
+import type { BreakerStateName } from '../../src/breaker/types.ts';
+import type { ProxySchema } from '../../src/schemas/proxy.ts';
 
-export type BreakerState = 'closed' | 'half-open' | 'open';
+export type {
+  BanView,
+  BreakerEventView,
+  Info,
+  Live,
+  ProxiesPage as TablePage,
+  Row,
+  Samples,
+} from '../../src/schemas/dashboard.ts';
+export type { ImportSummary } from '../../src/schemas/import.ts';
 
-export interface Info {
-  version: string;
-  auth_enabled: boolean;
-  strategy: string;
-  strategies: string[];
-  bulk_import: boolean;
-  breaker: { failure_threshold: number; window_s: number; timeout_s: number };
-  series_interval_s: number;
-  series_window_s: number;
-  live_poll_ms: number;
-  table_poll_ms: number;
-}
+export type BreakerState = BreakerStateName;
 
-export interface Samples {
-  interval_s: number;
-  t: number[];
-  requests: number[];
-  errors: number[];
-  p50_ms: (number | null)[];
-  p95_ms: (number | null)[];
-}
-
-export interface BreakerEventView {
-  proxy_id: string;
-  url: string | null;
-  from_state: BreakerState;
-  to_state: BreakerState;
-  reason: string;
-  failure_count: number;
-  timestamp: number;
-}
-
-export interface BanView {
-  proxy_id: string;
-  url: string | null;
-  host: string;
-  until: number;
-  count: number;
-}
-
-export interface Live {
-  now: number;
-  strategy: string;
-  series: Samples;
-  pool: {
-    total: number;
-    healthy: number;
-    unhealthy: number;
-    breakers: { closed: number; half_open: number; open: number };
-    in_flight: number;
-  };
-  breaker_events: BreakerEventView[];
-  bans: { active: number; recent: BanView[] };
-}
-
-export interface Row {
-  id: string;
-  url: string;
-  protocol: string;
-  country: string | null;
-  health: string;
-  breaker: BreakerState;
-  requests: number;
-  success_rate: number | null;
-  p50_ms: number | null;
-  in_flight: number;
-}
-
-export interface TablePage {
-  items: Row[];
-  total: number;
-  pool_size: number;
-  page: number;
-  page_size: number;
-  has_next: boolean;
-}
-
-export interface ImportSummary {
-  created: number;
-  duplicates: number;
-  invalid: { line: number; reason: string }[];
-  invalid_count: number;
-}
-
-export interface ProxyCreated {
-  id: string;
-  url: string;
-}
+/** What the dashboard reads of the `POST proxies` answer. */
+export type ProxyCreated = Pick<Static<typeof ProxySchema>, 'id' | 'url'>;

@@ -9,14 +9,22 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import type { Cooldown } from '../../bans/cooldowns.ts';
-import type { BreakerEvent } from '../../breaker/types.ts';
-import { STRATEGIES } from '../../config.ts';
+import { BREAKER_STATES, type BreakerEvent } from '../../breaker/types.ts';
 import { SERIES_SECONDS } from '../../metrics/series.ts';
-import { HEALTH_VALUES, PROTOCOLS } from '../../pool/types.ts';
-import { Envelope, errorResponses, Nullable } from '../../schemas/common.ts';
+import { HEALTH_VALUES } from '../../pool/types.ts';
+import { STRATEGIES } from '../../rotation/names.ts';
+import { Envelope, errorResponses } from '../../schemas/common.ts';
+import {
+  type Info,
+  InfoSchema,
+  type Live,
+  LiveSchema,
+  type ProxiesPage,
+  ProxiesPageSchema,
+} from '../../schemas/dashboard.ts';
 import type { Services } from '../../services.ts';
 import { VERSION } from '../../version.ts';
-import { BREAKER_STATES, SORT_KEYS, type TableQuery, tablePage } from '../dashboard-table.ts';
+import { SORT_KEYS, type TableQuery, tablePage } from '../dashboard-table.ts';
 import { ok } from '../envelope.ts';
 
 const TAG = ['dashboard'];
@@ -25,23 +33,6 @@ export const TABLE_POLL_MS = 3_000;
 const MEMO_MS = 500;
 const MAX_EVENTS = 100;
 const MAX_BANS = 20;
-
-const Info = Type.Object({
-  version: Type.String(),
-  auth_enabled: Type.Boolean(),
-  strategy: Type.Enum([...STRATEGIES]),
-  strategies: Type.Array(Type.Enum([...STRATEGIES])),
-  bulk_import: Type.Boolean({ description: 'POST proxies/import (text/plain, one URL a line) exists' }),
-  breaker: Type.Object({
-    failure_threshold: Type.Integer(),
-    window_s: Type.Number(),
-    timeout_s: Type.Number(),
-  }),
-  series_interval_s: Type.Integer(),
-  series_window_s: Type.Integer(),
-  live_poll_ms: Type.Integer(),
-  table_poll_ms: Type.Integer(),
-});
 
 const LiveQuery = Type.Object({
   since: Type.Integer({ minimum: 0, maximum: 1e11, default: 0, description: 'Epoch s: samples after it' }),
@@ -53,51 +44,6 @@ const LiveQuery = Type.Object({
   }),
 });
 
-const NullableNumbers = Type.Array(Nullable(Type.Number()));
-const Live = Type.Object({
-  now: Type.Integer({ description: 'Epoch ms' }),
-  strategy: Type.Enum([...STRATEGIES]),
-  series: Type.Object({
-    interval_s: Type.Integer(),
-    t: Type.Array(Type.Integer(), { description: 'Epoch s of each finished second' }),
-    requests: Type.Array(Type.Integer()),
-    errors: Type.Array(Type.Integer()),
-    p50_ms: NullableNumbers,
-    p95_ms: NullableNumbers,
-  }),
-  pool: Type.Object({
-    total: Type.Integer(),
-    healthy: Type.Integer(),
-    unhealthy: Type.Integer({ description: 'health degraded, unhealthy or dead' }),
-    breakers: Type.Object({ closed: Type.Integer(), half_open: Type.Integer(), open: Type.Integer() }),
-    in_flight: Type.Integer(),
-  }),
-  breaker_events: Type.Array(
-    Type.Object({
-      proxy_id: Type.String(),
-      url: Nullable(Type.String()),
-      from_state: Type.Enum([...BREAKER_STATES]),
-      to_state: Type.Enum([...BREAKER_STATES]),
-      reason: Type.String(),
-      failure_count: Type.Integer(),
-      timestamp: Type.Integer({ description: 'Epoch ms' }),
-    }),
-  ),
-  bans: Type.Object({
-    active: Type.Integer(),
-    recent: Type.Array(
-      Type.Object({
-        proxy_id: Type.String(),
-        url: Nullable(Type.String()),
-        host: Type.String(),
-        until: Type.Integer({ description: 'Epoch ms' }),
-        count: Type.Integer(),
-      }),
-      { description: 'The most recently banned pairs still cooling down, newest last' },
-    ),
-  }),
-});
-
 const ProxiesQuery = Type.Object({
   page: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1 }),
   page_size: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
@@ -106,29 +52,6 @@ const ProxiesQuery = Type.Object({
   q: Type.Optional(Type.String({ maxLength: 200, description: 'Part of the URL or id, or a country' })),
   breaker: Type.Optional(Type.Enum([...BREAKER_STATES])),
   health: Type.Optional(Type.Enum([...HEALTH_VALUES])),
-});
-
-const Row = Type.Object({
-  id: Type.String(),
-  url: Type.String({ description: 'scheme://host:port; credentials are never shown' }),
-  protocol: Type.Enum([...PROTOCOLS]),
-  country: Nullable(Type.String()),
-  health: Type.Enum([...HEALTH_VALUES]),
-  breaker: Type.Enum([...BREAKER_STATES]),
-  requests: Type.Integer({ description: 'As GET proxies/{id} stats.total_requests' }),
-  success_rate: Nullable(
-    Type.Number({ description: 'successful / (successful + failed) requests, as GET proxies counts them' }),
-  ),
-  p50_ms: Nullable(Type.Number({ description: 'Median latency of its last 16 successful attempts' })),
-  in_flight: Type.Integer(),
-});
-const ProxiesPage = Type.Object({
-  items: Type.Array(Row),
-  total: Type.Integer(),
-  pool_size: Type.Integer(),
-  page: Type.Integer(),
-  page_size: Type.Integer(),
-  has_next: Type.Boolean(),
 });
 
 /** `fn()` at most once per MEMO_MS; callers in between share the value. */
@@ -180,13 +103,13 @@ function infoRoute(app: FastifyInstance, { services }: Ctx): void {
       schema: {
         tags: TAG,
         summary: 'What the dashboard needs to start (strategies, capabilities, poll periods)',
-        response: { 200: Envelope(Info), ...errorResponses() },
+        response: { 200: Envelope(InfoSchema), ...errorResponses() },
       },
     },
     async (req) => {
       // Routes are all known once the app is ready; asked on first use.
       bulkImport ??= app.hasRoute({ method: 'POST', url: '/api/v1/proxies/import' });
-      return ok(req, {
+      return ok<Info>(req, {
         version: VERSION,
         auth_enabled: services.config.requireAuth,
         strategy: settings.get().rotation_strategy,
@@ -232,14 +155,14 @@ function liveRoute(app: FastifyInstance, ctx: Ctx): void {
         tags: TAG,
         summary: 'Live figures: series samples, breaker events and bans since the given cursors',
         querystring: LiveQuery,
-        response: { 200: Envelope(Live), ...errorResponses(422) },
+        response: { 200: Envelope(LiveSchema), ...errorResponses(422) },
       },
     },
     async (req) => {
       const { since, events_since } = req.query;
       const events = ctx.recentEvents().filter((e) => e.timestamp >= events_since);
       const bans = ctx.bans();
-      return ok(req, {
+      return ok<Live>(req, {
         now: clock.now(),
         strategy: settings.get().rotation_strategy,
         series: series.samples(since),
@@ -259,10 +182,10 @@ function proxiesRoute(app: FastifyInstance, { services }: Ctx): void {
         tags: TAG,
         summary: 'One page of the pool table: sorted and filtered on the server',
         querystring: ProxiesQuery,
-        response: { 200: Envelope(ProxiesPage), ...errorResponses(422) },
+        response: { 200: Envelope(ProxiesPageSchema), ...errorResponses(422) },
       },
     },
-    async (req) => ok(req, tablePage(services, req.query as TableQuery)),
+    async (req) => ok<ProxiesPage>(req, tablePage(services, req.query as TableQuery)),
   );
 }
 

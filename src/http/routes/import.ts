@@ -9,10 +9,11 @@ import { type Static, Type } from 'typebox';
 import { RotaError } from '../../errors/rota-error.ts';
 import { PROTOCOLS, type Protocol } from '../../pool/types.ts';
 import { Envelope, errorResponses } from '../../schemas/common.ts';
+import { type ImportSummary, ImportSummarySchema } from '../../schemas/import.ts';
 import type { Services } from '../../services.ts';
 import { importList } from '../../sources/bulk.ts';
 import { parseBodyArray, parseNdjsonList } from '../../sources/formats.ts';
-import { countLines, MAX_IMPORT_LINES, MAX_INVALID_LISTED, parseTextList } from '../../sources/lines.ts';
+import { countLines, MAX_IMPORT_LINES, parseTextList } from '../../sources/lines.ts';
 import { ok } from '../envelope.ts';
 import { registerJsonParser } from '../json-parser.ts';
 import { routeLimit } from '../rate-limit.ts';
@@ -23,19 +24,6 @@ const JSON_TYPE = 'application/json';
 
 const ImportQuery = Type.Object({
   protocol: Type.Enum([...PROTOCOLS], { default: 'http', description: 'Scheme of lines without one' }),
-});
-
-export const ImportSummarySchema = Type.Object({
-  created: Type.Integer({ description: 'Proxies added' }),
-  duplicates: Type.Integer({ description: 'Lines repeating an earlier line or a proxy already in the pool' }),
-  invalid: Type.Array(
-    Type.Object({
-      line: Type.Integer({ minimum: 1, description: 'Counting every line from 1' }),
-      reason: Type.String(),
-    }),
-    { maxItems: MAX_INVALID_LISTED, description: `The first ${MAX_INVALID_LISTED} invalid lines` },
-  ),
-  invalid_count: Type.Integer({ description: 'Every invalid line, listed or not' }),
 });
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -131,7 +119,7 @@ export function importRoutes(services: Services): FastifyPluginAsync {
             ? parseNdjsonList(body)
             : parseTextList(body, req.query.protocol as Protocol);
         const { summary } = await importList(services.pool, list);
-        return ok(req, summary);
+        return ok<ImportSummary>(req, summary);
       },
     );
   };
