@@ -63,3 +63,53 @@ describe('connection caps', () => {
     assert.equal(peerKey('::1'), '0:0:0:0::/64');
   });
 });
+
+describe('ConnectionCaps.admitHeld: addresses read only when the per-address cap can matter', () => {
+  class CountingPeer {
+    reads = 0;
+    readonly #address: string;
+    constructor(address: string) {
+      this.#address = address;
+    }
+    get remoteAddress(): string {
+      this.reads++;
+      return this.#address;
+    }
+  }
+  const peer = (address: string) => new CountingPeer(address);
+
+  it('reads no address below the cap; from the cap on, counts every open connection by address', () => {
+    const caps = new ConnectionCaps({ maxPerIp: 3, maxTotal: 100 });
+    const a = [peer('10.0.0.1'), peer('10.0.0.1'), peer('10.0.0.2')];
+    const held = a.map((p) => caps.admitHeld(p, 'http'));
+    assert.deepEqual(
+      a.map((p) => p.reads),
+      [0, 0, 0],
+      'no getpeername below the cap',
+    );
+    assert.equal(caps.total, 3);
+    // The fourth connection: every open one is counted by its address, then the cap applies.
+    const fourth = caps.admitHeld(peer('10.0.0.1'), 'http');
+    assert.equal('key' in fourth, true);
+    assert.equal(caps.of('10.0.0.1'), 3);
+    assert.deepEqual(caps.admitHeld(peer('10.0.0.1'), 'socks5'), { type: 'refused', reason: 'per_ip' });
+    assert.equal('key' in caps.admitHeld(peer('10.0.0.3'), 'http'), true);
+    for (const h of [...held, fourth]) if ('key' in h) caps.releaseHeld(h);
+    // Below half the cap again: back to counting without addresses.
+    assert.equal(caps.total, 1);
+    assert.equal(caps.of('10.0.0.3'), 0, 'no count by address kept');
+    const later = peer('10.0.0.9');
+    caps.admitHeld(later, 'api');
+    assert.equal(later.reads, 0);
+  });
+
+  it('the total cap holds without reading any address', () => {
+    const caps = new ConnectionCaps({ maxPerIp: 50, maxTotal: 2, apiReserve: 1 });
+    const p = peer('10.0.0.1');
+    caps.admitHeld(p, 'http');
+    caps.admitHeld(p, 'http');
+    assert.deepEqual(caps.admitHeld(p, 'socks5'), { type: 'refused', reason: 'total' });
+    assert.equal('key' in caps.admitHeld(p, 'api'), true, 'the API reserve');
+    assert.equal(p.reads, 0);
+  });
+});

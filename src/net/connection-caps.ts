@@ -11,6 +11,11 @@ import ipaddr from 'ipaddr.js';
  * Two caps: connections of one client address (ROTA_MAX_CONNECTIONS_PER_IP) and of all clients
  * (ROTA_MAX_CONNECTIONS). The API may go `apiReserve` connections past the total, so that a flood of the
  * listeners leaves /api/v1/health and /metrics reachable. One Map of counts: O(1) per connection.
+ *
+ * A peer's address is read only when it can matter (admitHeld): while fewer connections than the per-address
+ * cap are open in all, no address can be over it, and reading one is a getpeername(2) (~3.5 µs a
+ * connection here, ~1% of a CONNECT tunnel's CPU). From that many on, every open connection's address is
+ * read once and counted; below half of it, counting by address stops again.
  */
 
 export type Door = 'api' | 'http' | 'socks5';
@@ -46,6 +51,18 @@ export function peerKey(address: string): string {
   return `${parts.map((p) => p.toString(16)).join(':')}::/64`;
 }
 
+/** What admitHeld needs of a connection: its peer's address, read only when it can matter. */
+export interface Peer {
+  readonly remoteAddress?: string | undefined;
+}
+
+/** A connection as counted by admitHeld: its key once its address was read, else null. */
+export interface Held {
+  key: string | null;
+  readonly door: Door;
+  readonly peer: Peer;
+}
+
 export class ConnectionCaps {
   readonly maxPerIp: number;
   readonly maxTotal: number;
@@ -56,6 +73,11 @@ export class ConnectionCaps {
   /** Refusals by `door reason`, for /metrics. */
   readonly refused = new Map<string, number>();
   #total = 0;
+  /** Connections admitted without reading their address (fewer than maxPerIp open in all). */
+  readonly #anonymous = new Set<Held>();
+  /** Connections admitted by admitHeld and counted by address, while #byAddress is on. */
+  readonly #keyed = new Set<Held>();
+  #byAddress = false;
 
   constructor(o: CapsOptions) {
     this.maxPerIp = o.maxPerIp;
@@ -83,6 +105,67 @@ export class ConnectionCaps {
     this.#total++;
     this.#open[door]++;
     return verdict;
+  }
+
+  /**
+   * admit(), reading the peer's address only when the per-address cap can matter; the caller calls
+   * releaseHeld() once the connection closes.
+   */
+  admitHeld(peer: Peer, door: Door): Held | CapVerdict {
+    if (!this.#byAddress && this.#total < this.maxPerIp) {
+      if (this.#total >= (door === 'api' ? this.maxTotal + this.apiReserve : this.maxTotal)) {
+        return this.admit('', door); // refused for the total, counted as such
+      }
+      const held: Held = { key: null, door, peer };
+      this.#anonymous.add(held);
+      this.#total++;
+      this.#open[door]++;
+      return held;
+    }
+    this.#countByAddress();
+    const address = peer.remoteAddress ?? 'unknown';
+    const key = peerKey(address);
+    const verdict = this.admit(key, door, address);
+    if (verdict.type === 'refused') return verdict;
+    const held: Held = { key, door, peer };
+    this.#keyed.add(held);
+    return held;
+  }
+
+  releaseHeld(held: Held): void {
+    if (held.key === null) {
+      if (!this.#anonymous.delete(held)) return;
+      this.#total--;
+      this.#open[held.door]--;
+    } else {
+      if (!this.#keyed.delete(held)) return;
+      this.release(held.key, held.door);
+    }
+    if (this.#byAddress && this.#total < this.maxPerIp / 2) this.#stopCountingByAddress();
+  }
+
+  /** Every connection admitted without its address gets it read and counted. */
+  #countByAddress(): void {
+    if (this.#byAddress) return;
+    this.#byAddress = true;
+    for (const held of this.#anonymous) {
+      held.key = peerKey(held.peer.remoteAddress ?? 'unknown');
+      this.#byIp.set(held.key, (this.#byIp.get(held.key) ?? 0) + 1);
+      this.#keyed.add(held);
+    }
+    this.#anonymous.clear();
+  }
+
+  #stopCountingByAddress(): void {
+    this.#byAddress = false;
+    for (const held of this.#keyed) {
+      const n = this.#byIp.get(held.key ?? '') ?? 1;
+      if (n <= 1) this.#byIp.delete(held.key ?? '');
+      else this.#byIp.set(held.key ?? '', n - 1);
+      held.key = null;
+      this.#anonymous.add(held);
+    }
+    this.#keyed.clear();
   }
 
   release(key: string, door: Door): void {

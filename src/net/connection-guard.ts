@@ -1,11 +1,16 @@
 import type net from 'node:net';
 import {
-  type CapVerdict,
   type ConnectionCaps,
   type Door,
+  type Held,
+  type Peer,
   peerKey,
   type RefusalReason,
 } from './connection-caps.ts';
+
+/** Where a socket keeps what the caps counted it as, for its one shared 'close' listener. */
+const HELD = Symbol('rota.held');
+type HeldSocket = net.Socket & { [HELD]?: Held };
 
 /*
  * The caps of connection-caps.ts put in front of a server's own 'connection' handling.
@@ -74,20 +79,21 @@ export class ConnectionGuard {
   guard(server: net.Server, o: DoorOptions): void {
     const inner = server.listeners('connection') as Listener[];
     server.removeAllListeners('connection');
-    server.on('connection', (socket: net.Socket) => {
-      const address = socket.remoteAddress;
-      if (address === undefined) {
-        socket.destroy(); // gone before it was seen
-        return;
-      }
-      const key = peerKey(address);
-      const verdict: CapVerdict = this.caps.admit(key, o.door, address);
-      if (verdict.type === 'refused') {
-        this.#noticeRefusal(o.door, verdict.reason, key);
+    const caps = this.caps;
+    // One function for every connection of this server: the socket carries what it released.
+    const release = function (this: HeldSocket) {
+      const held = this[HELD];
+      if (held !== undefined) caps.releaseHeld(held);
+    };
+    server.on('connection', (socket: HeldSocket) => {
+      const held = caps.admitHeld(socket, o.door);
+      if ('type' in held) {
+        this.#noticeRefusal(o.door, held.type === 'refused' ? held.reason : 'total', socket);
         this.#refuse(socket, o);
         return;
       }
-      socket.once('close', () => this.caps.release(key, o.door));
+      socket[HELD] = held;
+      socket.on('close', release);
       for (const l of inner) l.call(server, socket);
     });
     server.on('error', (err: NodeJS.ErrnoException) => {
@@ -114,14 +120,14 @@ export class ConnectionGuard {
     });
   }
 
-  #noticeRefusal(door: Door, reason: RefusalReason, address: string): void {
+  #noticeRefusal(door: Door, reason: RefusalReason, peer: Peer): void {
     const last = this.#lastNotice.refused;
     // Cheap way out first: nearly every refusal of a flood lands here.
     if (performance.now() - last.at < NOTICE_EVERY_MS) {
       last.suppressed++;
       return;
     }
-    this.#notice({ type: 'refused', door, reason, address });
+    this.#notice({ type: 'refused', door, reason, address: peerKey(peer.remoteAddress ?? 'unknown') });
   }
 
   #notice(e: DistributiveOmit<GuardEvent, 'suppressed'>): void {
