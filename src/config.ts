@@ -9,6 +9,7 @@ import {
   parseUrlVar,
   Reader,
 } from './config-reader.ts';
+import { type CaFiles, parseCaFiles } from './inspect/ca-files.ts';
 import { parseAllowedHosts } from './lib/allowed-hosts.ts';
 import type { Rate } from './lib/rate.ts';
 import { STRATEGIES, type StrategyName } from './rotation/names.ts';
@@ -85,6 +86,10 @@ export interface Config {
   readonly upstreamAllow: readonly string[];
   /** Host names (optionally `:port`) the HTTP API answers for; `*`: any (origin-guard.ts). */
   readonly allowedHosts: readonly string[];
+  /** HTTPS inspection's CA: the operator's (ROTA_CA_CERT + ROTA_CA_KEY, checked here), or null: Rota's own. */
+  readonly inspectCa: CaFiles | null;
+  /** Leaf TLS contexts inspection keeps at most, least recently used out (ROTA_INSPECT_CACHE). */
+  readonly inspectCacheMax: number;
 }
 
 /** Thrown with every problem found, one line each, so that an operator fixes them all in one go. */
@@ -199,6 +204,8 @@ export function loadConfig(env: Env = process.env): Config {
     proxyMaxInFlight: r.int('ROTA_PROXY_MAX_IN_FLIGHT', 0, 0, 100_000),
     upstreamAllow: parseAllowList(r, 'ROTA_UPSTREAM_ALLOW'),
     allowedHosts: parseAllowedHosts(r, r.str('ROTA_HOST', '127.0.0.1')),
+    inspectCa: parseCaFiles(r),
+    inspectCacheMax: r.int('ROTA_INSPECT_CACHE', 10_000, 1, 10_000_000),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     r.problems.push(
