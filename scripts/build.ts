@@ -26,7 +26,7 @@ const ASSETS = join(ROOT, 'dist', 'assets');
 /*
  * Packages bundled into dist/ (with what they import) rather than loaded from node_modules at run time:
  * one file parsed instead of ~400 found, read and compiled one by one (start-up 347 → 283 ms median in an
- * interleaved A/B, idle RSS 86.7 → 78.3 MB; BENCHMARKS.md, sixteenth session). Each was checked for what
+ * interleaved A/B of the two builds, 10 starts each; idle RSS 86.7 → 78.3 MB). Each was checked for what
  * a bundle breaks (__dirname, require.resolve, files read beside the code): @fastify/swagger reads its own
  * package.json by __dirname inside a try (unused: Rota sets the document's info), pino's worker paths
  * serve transports only (Rota logs to a destination). Left out: native or lazily loaded drivers

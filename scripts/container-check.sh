@@ -477,7 +477,7 @@ fi
 # ---------------------------------------------------------------------------------------------- 5. size
 step "5. image size"
 podman images --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep -E "^($IMAGE|$BASE_IMAGE)  " || true
-# What Rota adds on top of the base (node_modules, dist, web/dist, package files): at most 60 MB (issue 14).
+# What Rota adds on top of the base (node_modules, dist, web/dist, package files): at most 60 MB.
 app_bytes=$(($(podman image inspect --format '{{.Size}}' "$IMAGE") - $(podman image inspect --format '{{.Size}}' "$BASE_IMAGE")))
 app_mb="$(awk -v b="$app_bytes" 'BEGIN { printf "%.1f", b / 1e6 }')"
 echo "app layers: $app_mb MB"

@@ -1,5 +1,5 @@
 /**
- * The framework floor, for benchmark workload 7: bench/reference/relay.ts on Rota's HTTP stack, with
+ * The framework floor, for the bench's `floor` scenario: bench/reference/relay.ts on Rota's HTTP stack, with
  * the pipeline every Rota API call passes through and none of the gateway behind it.
  *
  *   wrk ──POST {url}──▶ Fastify 5 (request id, security headers, CORS, rate limit, TypeBox-validated

@@ -1,5 +1,6 @@
 /**
- * The forward-proxy floor: the least an HTTP forward proxy on Rota's stack can do, for benchmark workload 8.
+ * The forward-proxy floor: the least an HTTP forward proxy on Rota's stack can do, for the bench's `get`,
+ * `connect` and `bulk` scenarios (bench/scenarios/listener.ts).
  *
  *   client ──GET http://target/… ──▶ relay (node:http) ──absolute-URI GET──▶ squid (round-robin) ──▶ target
  *   client ──CONNECT host:port────▶ relay ──raw socket, CONNECT host:port──▶ squid ──▶ target

@@ -1,5 +1,6 @@
 /**
- * Apify proxy-chain (npm) as the peer forward proxy of benchmark workload 8, chained to squid.
+ * Apify proxy-chain (npm) as the peer forward proxy of the bench's `get`, `connect` and `bulk` scenarios,
+ * chained to squid.
  *
  *   client ──▶ proxy-chain Server ──▶ squid (round-robin over every port, like Rota's pool) ──▶ target
  *

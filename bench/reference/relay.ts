@@ -1,5 +1,6 @@
 /**
- * The stack floor: the least a Node.js gateway on Rota's stack can do per call, for benchmark workload 7.
+ * The stack floor: the least a Node.js gateway on Rota's stack can do per call, for the bench's `floor`
+ * scenario.
  *
  *   wrk ──POST {url}──▶ relay (node:http) ──absolute-URI GET──▶ squid (round-robin over ports) ──▶ target
  *

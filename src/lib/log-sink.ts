@@ -6,8 +6,8 @@
  *
  * Why not sonic-boom's own batching (`minLength`): it appends each line to a pending string and then
  * measures that string's UTF-8 length on the next write, which flattens the growing concatenation every
- * time: ~1.4 KB allocated and scanned per request line at 4 KiB batches (sampling heap profile, workload
- * 7). Here a line is only pushed to an array; the batch is joined once.
+ * time: ~1.4 KB allocated and scanned per request line at 4 KiB batches (sampling heap profile of Rota
+ * under POST request at 50 connections). Here a line is only pushed to an array; the batch is joined once.
  */
 export interface LogDestination {
   write(chunk: string): boolean;

@@ -55,7 +55,7 @@ export interface AttemptInput<R> {
 /**
  * Runs the attempt; never rejects. Written with then() rather than as an async function: one frame less
  * on every call's path (with the other cuts made with it, ~1 KB less allocated per absolute-URI
- * GET; no change in CPU per call that a paired run could see: BENCHMARKS.md, "measured in pairs").
+ * GET; no change in CPU per call that a paired run, bench/pair.ts, could see).
  */
 export function runAttempt<R>(d: AttemptDeps, a: AttemptInput<R>): Promise<Settled<R>> {
   const t0 = d.monotonic();

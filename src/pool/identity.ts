@@ -11,8 +11,8 @@ import { type ProxyRecord, publicUrl } from './types.ts';
  * entry's own `url` string, so the index holds no string of its own.
  *
  * The members loaded at start-up are indexed on the first call that needs the index, not while they are
- * loaded: with 100,000 proxies from SQLite that took ~120 ms of a ~1.5 s start (BENCHMARKS.md), paid
- * instead by the first add or removal, if any comes.
+ * loaded: with 100,000 proxies from SQLite that took ~120 ms of a ~1.5 s start (--cpu-prof of the start),
+ * paid instead by the first add or removal, if any comes.
  */
 export class IdentityIndex {
   readonly #byUrl = new Map<string, ProxyEntry | ProxyEntry[]>();

@@ -11,7 +11,7 @@
  *
  * Why: compiling the JavaScript of the ~250 dependency files Rota loads (Fastify, Ajv, undici, pino…)
  * was the largest item of start-up: wrapSafe, V8's compile of a CommonJS file, had 110-190 ms of the
- * CPU of a start to the first /ready (--cpu-prof, BENCHMARKS.md workload 11). From the cache, V8 only
+ * CPU of a start to the first /ready (--cpu-prof of `node dist/main.js`, cache off). From the cache, V8 only
  * checks each file's hash and deserialises its code.
  *
  * Why a private folder and not Node's default (os.tmpdir()/node-compile-cache, shared by every user):

@@ -16,7 +16,8 @@
  * needs --expose-gc) then stopped silently. Those two still pass them (node-flags.test.ts keeps them
  * equal to NODE_FLAGS), so `npm start` and the container skip the re-exec, a second Node boot (15-55 ms
  * of start-up by the machine's speed); anything else gets them by the re-exec. The values were chosen by
- * measurement (BENCHMARKS.md, workload 11: idle RSS, peak RSS and throughput for each).
+ * measurement: idle RSS, peak RSS and throughput under load for each candidate value (README.md,
+ * "Benchmarks", gives the trade-off).
  *
  * An operator's own value for one of these flags (on the command line or in NODE_OPTIONS) wins; the
  * others are still added. ROTA_NODE_FLAGS=off leaves the process exactly as it was started. A process

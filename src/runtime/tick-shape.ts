@@ -16,8 +16,7 @@
  * a monomorphic slot, so when load then made nextTick hot, V8 compiled each store as a generic runtime
  * call (perf: Runtime_DefineKeyedOwnPropertyInLiteral, MigrateToMap). Measured in Rota's process:
  * 400-650 ns per nextTick against 80-180 ns in an empty Node, and ~5-6 µs of CPU per absolute-URI GET
- * (--cpu-prof: nextTick's self time 6.0-6.6 µs per GET, 1.0-1.4 µs once fixed). BENCHMARKS.md,
- * fourteenth session.
+ * (--cpu-prof: nextTick's self time 6.0-6.6 µs per GET, 1.0-1.4 µs once fixed).
  */
 import { createHook } from 'node:async_hooks';
 

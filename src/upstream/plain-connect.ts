@@ -10,7 +10,7 @@
  * listener on the caller's signal, and the socket's 'error' and 'close'. The https:// proxies' path
  * (http-proxy.ts requestTunnel, under a DialBudget) does the same with a stream listener set, a promise
  * per step and an AbortController; on this path those were ~40% of the JavaScript a tunnel ran before its
- * first byte, in a --cpu-prof of new tunnels per second (BENCHMARKS.md, thirteenth session).
+ * first byte, in a --cpu-prof of Rota under a load of new tunnels per second.
  */
 import type net from 'node:net';
 import type { ProxyRecord } from '../pool/types.ts';
