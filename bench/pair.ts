@@ -8,9 +8,9 @@
  *   wrk (or tunnel loops) ──▶ Rota B ──┘
  *
  * Why: on a shared 2-core machine the speed moves by tens of percent between runs of a few seconds, so two
- * builds measured one after the other cannot tell a change of a few percent (BENCHMARKS.md, the 2026-11-27
- * section "measured in pairs"). Here each round reads both processes' CPU per call (user + system time from
- * /proc over the round, divided by the calls) and the ratio B/A; the median of the rounds is the answer.
+ * builds measured one after the other cannot tell a change of a few percent (BENCHMARKS.md, "Method"). Here
+ * each round reads both processes' CPU per call (user + system time from /proc over the round, divided by
+ * the calls) and the ratio B/A; the median of the rounds is the answer.
  * Which load starts first moves the ratio by a few percent (seen with the same build on both sides): rounds
  * alternate it (the `first` column), and a result worth keeping is run again with A and B swapped.
  *
@@ -21,9 +21,9 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startTarget } from './lib/fixtures.ts';
-import { freePorts, installCleanup, stopAll } from './lib/proc.ts';
-import { addProxies, ROOT, startRota } from './lib/rota.ts';
-import { cpuTicks } from './lib/sample.ts';
+import { installCleanup, stopAll } from './lib/proc.ts';
+import { ROOT, startRotaForward } from './lib/rota.ts';
+import { cpuTicks, median } from './lib/sample.ts';
 import { startSquid } from './lib/squid.ts';
 import { runTunnelLoad } from './lib/tunnels.ts';
 import { wrk } from './lib/wrk.ts';
@@ -74,26 +74,11 @@ async function load(s: Side, authority: string, durationS: number): Promise<numb
 }
 
 async function startSide(name: 'A' | 'B', ports: readonly number[], workDir: string): Promise<Side> {
-  const [proxyPort, socksPort] = await freePorts(2);
   const lower = name === 'A' ? 'a' : 'b';
-  const rota = await startRota({
-    name: `pair-${lower}`,
-    workDir,
-    script: o[`${lower}-script`],
-    nodeFlags: (o[`${lower}-flags`] ?? '').split(' ').filter(Boolean),
-    env: {
-      ROTA_PROXY_PORT: String(proxyPort),
-      ROTA_SOCKS_PORT: String(socksPort),
-      ...envOf(o[`${lower}-env`] ?? ''),
-    },
-  });
-  await addProxies(rota.base, ports);
-  return { name, port: proxyPort!, pid: rota.proc.pid };
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  return s[Math.floor(s.length / 2)] ?? Number.NaN;
+  const nodeFlags = (o[`${lower}-flags`] ?? '').split(' ').filter(Boolean);
+  const side = { name: `pair-${lower}`, workDir, script: o[`${lower}-script`], nodeFlags };
+  const rota = await startRotaForward({ ...side, env: envOf(o[`${lower}-env`] ?? '') }, ports);
+  return { name, port: rota.proxyPort, pid: rota.proc.pid };
 }
 
 async function main(): Promise<void> {

@@ -46,10 +46,9 @@ function options() {
   });
   const only = o.only.split(',').filter(Boolean);
   const unknown = only.filter((n) => !(n in SCENARIOS));
+  const expected = Object.keys(SCENARIOS).join(',');
   if (unknown.length > 0)
-    throw new Error(
-      `unknown scenario ${unknown.join(',')}; expected some of ${Object.keys(SCENARIOS).join(',')}`,
-    );
+    throw new Error(`unknown scenario ${unknown.join(',')}; expected some of ${expected}`);
   const loadS = Number(o.duration);
   const warmS = Math.min(Number(o.warm), loadS);
   return { only, loadS, warmS, poolSize: Number(o.proxies), profile: o.profile };
@@ -108,13 +107,11 @@ async function main(): Promise<void> {
   const squid = await startSquid(workDir, 10);
   const rotaFlags = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(workDir, 'profiles')}`] : [];
   const ctx: Ctx = {
+    ...opts,
     patient: opts.loadS >= 10,
     workDir,
     target,
     squid,
-    loadS: opts.loadS,
-    warmS: opts.warmS,
-    poolSize: opts.poolSize,
     rotaFlags,
     proxywhirlError,
     log,

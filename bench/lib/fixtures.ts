@@ -1,5 +1,6 @@
 import http from 'node:http';
 import net from 'node:net';
+import { close, listen } from './proc.ts';
 
 /** Size of the large-body route: exactly 1 MiB. */
 export const BIG_BYTES = 1024 * 1024;
@@ -55,15 +56,14 @@ export async function startTarget(): Promise<Target> {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const addr = server.address() as net.AddressInfo;
+  const { port } = await listen(server);
   return {
-    port: addr.port,
-    jsonUrl: `http://127.0.0.1:${addr.port}/json`,
-    bigUrl: `http://127.0.0.1:${addr.port}/big`,
+    port,
+    jsonUrl: `http://127.0.0.1:${port}/json`,
+    bigUrl: `http://127.0.0.1:${port}/big`,
     close: async () => {
       for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await close(server);
     },
   };
 }
@@ -79,24 +79,20 @@ export interface Blackholes {
 export async function startBlackholes(n: number): Promise<Blackholes> {
   const sockets = new Set<net.Socket>();
   let accepted = 0;
-  const servers: net.Server[] = [];
-  for (let i = 0; i < n; i++) {
-    const server = net.createServer((s) => {
-      accepted++;
-      sockets.add(s);
-      s.on('error', () => {});
-      s.resume();
-      s.once('close', () => sockets.delete(s));
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    servers.push(server);
-  }
+  const hole = (s: net.Socket) => {
+    accepted++;
+    sockets.add(s);
+    s.on('error', () => {});
+    s.resume();
+    s.once('close', () => sockets.delete(s));
+  };
+  const servers = await Promise.all(Array.from({ length: n }, () => listen(net.createServer(hole))));
   return {
-    ports: servers.map((s) => (s.address() as net.AddressInfo).port),
+    ports: servers.map((s) => s.port),
     accepted: () => accepted,
     close: async () => {
       for (const s of sockets) s.destroy();
-      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+      await Promise.all(servers.map(close));
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Ctx } from './report.ts';
-import { CpuSplit, RssWatch, undisturbed, waitForIdleProcess } from './sample.ts';
+import { cpuSplit, rssWatch, undisturbed, waitForIdleProcess } from './sample.ts';
 import { runTunnelLoad, type TunnelJob, type TunnelResult } from './tunnels.ts';
 import { type WrkOptions, type WrkResult, wrk } from './wrk.ts';
 
@@ -23,13 +23,6 @@ export interface Measured<T> {
   readonly foreign: number;
 }
 
-/** The subject's process (null for the direct path) and the processes whose CPU is split per call. */
-function pidsOf(ctx: Ctx, pid: number | null): Record<string, number> {
-  const pids: Record<string, number> = { squid: ctx.squid.proc.pid, target: process.pid };
-  if (pid !== null) pids.subject = pid;
-  return pids;
-}
-
 async function measured<T>(
   ctx: Ctx,
   pid: number | null,
@@ -39,16 +32,15 @@ async function measured<T>(
 ): Promise<Measured<T>> {
   await run(ctx.warmS);
   if (pid !== null) await waitForIdleProcess(pid);
-  const { value, foreign } = await undisturbed(
-    async () => {
-      const rss = pid === null ? null : new RssWatch(pid);
-      const split = new CpuSplit(pidsOf(ctx, pid));
-      const load = await run(seconds).finally(() => rss?.stop());
-      return { load, cpu: split.stop(calls(load)), peakMb: rss?.stop() ?? null };
-    },
-    ctx.log,
-    ctx.patient,
-  );
+  // The subject (none for the direct path), squid, and the target (this process).
+  const pids = { squid: ctx.squid.proc.pid, target: process.pid, ...(pid === null ? {} : { subject: pid }) };
+  const once = async () => {
+    const rss = pid === null ? null : rssWatch(pid);
+    const split = cpuSplit(pids);
+    const load = await run(seconds).finally(() => rss?.());
+    return { load, cpu: split(calls(load)), peakMb: rss?.() ?? null };
+  };
+  const { value, foreign } = await undisturbed(once, ctx.log, ctx.patient);
   return { ...value, foreign };
 }
 
@@ -58,12 +50,8 @@ export function measureWrk(
   o: Omit<WrkOptions, 'durationS'>,
   pid: number | null,
 ): Promise<Measured<WrkResult>> {
-  return measured(
-    ctx,
-    pid,
-    (durationS) => wrk({ timeoutS: 30, ...o, durationS }),
-    (w) => w.requests,
-  );
+  const run = (durationS: number) => wrk({ timeoutS: 30, ...o, durationS });
+  return measured(ctx, pid, run, (w) => w.requests);
 }
 
 /** A CONNECT load (bench/lib/tunnels.ts) against the process `pid`. */

@@ -1,5 +1,5 @@
 import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import net from 'node:net';
 import { dirname } from 'node:path';
 
@@ -104,24 +104,46 @@ export async function run(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   if (interrupted) return { code: null, stdout: '', stderr: 'interrupted' };
   const { proc, child } = track(cmd, cmd, args, o, ['ignore', 'pipe', 'pipe']);
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (b: Buffer) => {
-    stdout += b.toString('utf8');
-  });
-  child.stderr?.on('data', (b: Buffer) => {
-    stderr += b.toString('utf8');
-  });
+  const [out, err]: [Buffer[], Buffer[]] = [[], []];
+  child.stdout?.on('data', (b: Buffer) => out.push(b));
+  child.stderr?.on('data', (b: Buffer) => err.push(b));
   const timer = o.timeoutMs ? setTimeout(() => void proc.stop(), o.timeoutMs) : null;
-  const closed = await new Promise<number | null>((resolve) => {
+  const code = await new Promise<number | null>((resolve) => {
     child.once('close', resolve);
     child.once('error', (e) => {
-      stderr += e.message;
+      err.push(Buffer.from(e.message));
       resolve(null);
     });
   });
   if (timer) clearTimeout(timer);
-  return { code: closed, stdout, stderr };
+  return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
+}
+
+/** Polls `ready` (every `pauseMs`) until it holds; stops `proc` and throws if it exits or `limitMs` passes. */
+export async function waitUntil(proc: Proc, what: string, ready: Check, limitMs: number, pauseMs = 20) {
+  const deadline = Date.now() + limitMs;
+  while (!(await ready())) {
+    if (proc.hasExited() || Date.now() > deadline) {
+      const why = proc.hasExited() ? `exited (${await proc.exited})` : `not ready in ${limitMs / 1000} s`;
+      await proc.stop();
+      throw new Error(`${what} ${why}: see ${proc.logPath}`);
+    }
+    await sleep(pauseMs);
+  }
+}
+type Check = () => Promise<boolean>;
+
+/** Debian's `pkg` (providing `path`) installed with apt-get when missing and we are root; true if it was. */
+export async function aptInstall(pkg: string, path: string, log: (m: string) => void): Promise<boolean> {
+  if (existsSync(path)) return false;
+  if (process.getuid?.() !== 0) throw new Error(`${path} is missing (not root): apt-get install ${pkg}`);
+  log(`installing ${pkg} with apt-get...`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  await run('apt-get', ['update', '-qq'], { env, timeoutMs: 300_000 });
+  const args = ['install', '-y', '-qq', '--no-install-recommends', pkg];
+  const r = await run('apt-get', args, { env, timeoutMs: 600_000 });
+  if (!existsSync(path)) throw new Error(`apt-get install ${pkg} failed: ${r.stderr.slice(-300)}`);
+  return true;
 }
 
 /** The harness and every process it runs right now: CPU they use is ours, the rest is someone else's. */
@@ -150,16 +172,21 @@ export function installCleanup(log: (msg: string) => void): void {
 
 /** A port that was free a moment ago (the kernel picks it; the race with other programs is tiny). */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
+  const server = await listen(net.createServer());
+  await close(server);
+  return server.port;
+}
+
+/** Listens on a free loopback port; the server with its port. */
+export async function listen<S extends net.Server>(server: S): Promise<S & { port: number }> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', resolve);
   });
-  const addr = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (addr === null || typeof addr === 'string') throw new Error('no free port');
-  return addr.port;
+  return Object.assign(server, { port: (server.address() as net.AddressInfo).port });
 }
+
+export const close = (server: net.Server) => new Promise<void>((resolve) => server.close(() => resolve()));
 
 export async function freePorts(n: number): Promise<number[]> {
   const ports = new Set<number>();
@@ -167,13 +194,11 @@ export async function freePorts(n: number): Promise<number[]> {
   return [...ports];
 }
 
-export function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
+export async function canConnect(port: number): Promise<boolean> {
+  const s = net.connect({ host: '127.0.0.1', port });
+  const ok = await new Promise<boolean>((resolve) => {
+    s.once('connect', () => resolve(true)).once('error', () => resolve(false));
   });
+  s.destroy();
+  return ok;
 }

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
-import { canConnect, freePort, freePorts, type Proc, run, sleep, startProcess } from './proc.ts';
-import { addProxies, ROOT, raiseNofile, startRota } from './rota.ts';
+import { canConnect, freePort, run, startProcess, waitUntil } from './proc.ts';
+import { addProxies, isReady, ROOT, startRotaForward, withNofile } from './rota.ts';
 import { get, openTunnel } from './tunnel-wire.ts';
 
 /**
@@ -32,45 +32,17 @@ export async function ensureProxywhirl(log: (m: string) => void): Promise<void> 
     if (v.code !== 0) throw new Error(`python3 -m venv failed: ${v.stderr.trim().slice(-300)}`);
   }
   const pkgs = [`proxywhirl==${PROXYWHIRL_VERSION}`, 'uvicorn'];
-  const pip = await run(join(VENV, 'bin', 'pip'), ['install', '-q', '--disable-pip-version-check', ...pkgs], {
-    timeoutMs: 900_000,
-  });
+  const args = ['install', '-q', '--disable-pip-version-check', ...pkgs];
+  const pip = await run(join(VENV, 'bin', 'pip'), args, { timeoutMs: 900_000 });
   if ((await proxywhirlVersion()) !== PROXYWHIRL_VERSION)
     throw new Error(`pip install proxywhirl==${PROXYWHIRL_VERSION} failed: ${pip.stderr.trim().slice(-300)}`);
-}
-
-export interface Gateway {
-  readonly base: string;
-  readonly pid: number;
-  readonly headers: Readonly<Record<string, string>>;
-  stop(): Promise<void>;
-}
-
-async function until(
-  proc: Proc,
-  what: string,
-  ready: () => Promise<boolean>,
-  limitMs: number,
-): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!(await ready())) {
-    if (proc.hasExited() || Date.now() > deadline) {
-      await proc.stop();
-      throw new Error(`${what} did not start: see ${proc.logPath}`);
-    }
-    await sleep(20);
-  }
 }
 
 /**
  * proxywhirl's API under uvicorn through bench/proxywhirl_launcher.py (which lifts only its loopback
  * checks and its hard-coded 50/minute limit), API key on, `ports` added as its proxies.
  */
-export async function startProxywhirl(
-  workDir: string,
-  ports: readonly number[],
-  unavailable: string | null,
-): Promise<Gateway> {
+export async function startProxywhirl(workDir: string, ports: readonly number[], unavailable: string | null) {
   if (unavailable) throw new Error(unavailable);
   const port = await freePort();
   const key = randomBytes(24).toString('hex');
@@ -87,18 +59,10 @@ export async function startProxywhirl(
     XDG_CACHE_HOME: dataDir,
   };
   const launcher = join(ROOT, 'bench', 'proxywhirl_launcher.py');
-  const proc = startProcess('proxywhirl', PYTHON, [launcher, String(port)], {
-    cwd: dataDir,
-    env,
-    logPath: join(workDir, 'logs', 'proxywhirl.log'),
-  });
+  const logPath = join(workDir, 'logs', 'proxywhirl.log');
+  const proc = startProcess('proxywhirl', PYTHON, [launcher, String(port)], { cwd: dataDir, env, logPath });
   const base = `http://127.0.0.1:${port}`;
-  const ready = () =>
-    fetch(`${base}/api/v1/ready`).then(
-      (r) => r.status === 200,
-      () => false,
-    );
-  await until(proc, 'proxywhirl', ready, 60_000);
+  await waitUntil(proc, 'proxywhirl', () => isReady(base), 60_000);
   const headers = { 'X-API-Key': key };
   await addProxies(base, ports, headers, 1).catch(async (e: unknown) => {
     await proc.stop();
@@ -108,23 +72,12 @@ export async function startProxywhirl(
 }
 
 /** A script of bench/reference (`relay`, `fastify-relay`, `forward-relay`, `proxy-chain`) on a free port. */
-export async function startReference(
-  workDir: string,
-  name: string,
-  ports: readonly number[],
-): Promise<Gateway & { port: number }> {
+export async function startReference(workDir: string, name: string, ports: readonly number[]) {
   const port = await freePort();
   const file = join(ROOT, 'bench', 'reference', `${name}.ts`);
-  const script = `${raiseNofile(NOFILE)}; exec "$0" "$@"`;
-  const proc = startProcess(
-    name,
-    'bash',
-    ['-c', script, process.execPath, file, String(port), ports.join(',')],
-    {
-      logPath: join(workDir, 'logs', `${name}.log`),
-    },
-  );
-  await until(proc, name, () => canConnect(port), 15_000);
+  const [cmd, args] = withNofile(NOFILE, process.execPath, [file, String(port), ports.join(',')]);
+  const proc = startProcess(name, cmd, args, { logPath: join(workDir, 'logs', `${name}.log`) });
+  await waitUntil(proc, name, () => canConnect(port), 15_000);
   return { base: `http://127.0.0.1:${port}`, port, pid: proc.pid, headers: {}, stop: () => proc.stop() };
 }
 
@@ -136,44 +89,18 @@ export interface Forward {
   stop(): Promise<void>;
 }
 
-/** Rota with its HTTP and SOCKS5 listeners on free ports and the squid ports as its pool. */
-async function rotaForward(
-  workDir: string,
-  ports: readonly number[],
-  flags: readonly string[],
-): Promise<Forward> {
-  const [proxyPort = 0, socksPort = 0] = await freePorts(2);
-  const env = { ROTA_PROXY_PORT: String(proxyPort), ROTA_SOCKS_PORT: String(socksPort) };
-  const rota = await startRota({ name: 'forward', workDir, nofile: NOFILE, env, nodeFlags: flags });
-  try {
-    await addProxies(rota.base, ports);
-    for (let i = 0; i < 40 && !(await canConnect(proxyPort)); i++) await sleep(50);
-  } catch (e) {
-    await rota.stop();
-    throw e;
-  }
-  return { name: 'rota', port: proxyPort, pid: rota.proc.pid, stop: rota.stop };
-}
-
 /** One absolute-URI GET and one CONNECT with a GET inside, both answered 200, or it throws. */
 async function probeForward(f: Forward, url: string): Promise<void> {
+  const authority = new URL(url).host;
   const status = await new Promise<number>((resolve, reject) => {
-    const headers = { host: new URL(url).host };
-    const req = http.request({
-      host: '127.0.0.1',
-      port: f.port,
-      path: url,
-      headers,
-      agent: false,
-      timeout: 10_000,
-    });
+    const o = { host: '127.0.0.1', port: f.port, path: url, headers: { host: authority }, agent: false };
+    const req = http.request({ ...o, timeout: 10_000 });
     req.once('response', (res) => resolve(res.resume().statusCode ?? 0));
     req.once('timeout', () => req.destroy(new Error('no answer within 10 s')));
     req.once('error', reject);
     req.end();
   });
   if (status !== 200) throw new Error(`${f.name}: absolute-URI GET answered ${status}`);
-  const authority = new URL(url).host;
   const t = await openTunnel(f.port, authority, 10_000);
   const r = await get(t.socket, t.rest, authority, '/json', 10_000).finally(() => t.socket.destroy());
   if (r.status !== 200) throw new Error(`${f.name}: GET inside a CONNECT tunnel answered ${r.status}`);
@@ -188,7 +115,11 @@ export async function startForwards(
 ): Promise<Forward[]> {
   const all: Forward[] = [{ name: 'direct', port: squid.ports[0]!, pid: squid.pid, stop: async () => {} }];
   try {
-    all.push(await rotaForward(workDir, squid.ports, rotaFlags));
+    const rota = await startRotaForward(
+      { name: 'forward', workDir, nofile: NOFILE, nodeFlags: rotaFlags },
+      squid.ports,
+    );
+    all.push({ name: 'rota', port: rota.proxyPort, pid: rota.proc.pid, stop: rota.stop });
     for (const name of ['proxy-chain', 'relay'] as const) {
       const ref = await startReference(workDir, name === 'relay' ? 'forward-relay' : name, squid.ports);
       all.push({ name, port: ref.port, pid: ref.pid, stop: ref.stop });

@@ -70,19 +70,9 @@ export function versus(
   referenceValue: number | null,
   bound?: Bound,
 ): Row {
-  const ratio =
-    rota === null || referenceValue === null || referenceValue === 0 ? null : rota / referenceValue;
-  const v = verdict(ratio, bound);
-  return {
-    scenario,
-    metric,
-    rota,
-    reference,
-    referenceValue,
-    ratio,
-    target: v.target && `${v.target}×`,
-    met: v.met,
-  };
+  const ratio = rota === null || !referenceValue ? null : rota / referenceValue;
+  const { target, met } = verdict(ratio, bound);
+  return { scenario, metric, rota, reference, referenceValue, ratio, target: target && `${target}×`, met };
 }
 
 /** A figure of Rota's alone (start-up time, success rate), bounded by an absolute target or none. */

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../../src/runtime/node-flags.ts';
-import { freePort, type Proc, sleep, startProcess } from './proc.ts';
+import { canConnect, freePort, freePorts, type Proc, sleep, startProcess, waitUntil } from './proc.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -51,10 +51,11 @@ function benchEnv(port: number, extra: Readonly<Record<string, string>> = {}): R
   };
 }
 
-/** Shell: raise the soft open-file limit to `n`, or to the hard limit when `n` is above it. */
-export function raiseNofile(n: number): string {
-  return `ulimit -n ${n} 2>/dev/null || ulimit -n hard`;
-}
+/** `cmd args` with the soft open-file limit raised to `n` (or the hard limit): bash execs it, same pid. */
+export const withNofile = (n: number, cmd: string, args: readonly string[]): [string, string[]] => [
+  'bash',
+  ['-c', `ulimit -n ${n} 2>/dev/null || ulimit -n hard; exec "$0" "$@"`, cmd, ...args],
+];
 
 /**
  * Starts Rota the way `npm start` does: `bash scripts/with-node.sh node <its flags> dist/main.js` (the
@@ -65,49 +66,55 @@ export async function startRota(o: RotaOptions): Promise<Rota> {
   const port = await freePort();
   const t0 = performance.now();
   const node = [...NODE_FLAGS, ...(o.nodeFlags ?? []), o.script ?? 'dist/main.js'];
-  const viaWrapper = ['scripts/with-node.sh', 'node', ...node];
+  const wrapper = ['scripts/with-node.sh', 'node', ...node];
   const [cmd, args] = o.direct
     ? [process.execPath, node]
     : o.nofile === undefined
-      ? ['bash', viaWrapper]
-      : ['bash', ['-c', `${raiseNofile(o.nofile)}; exec bash "$@"`, 'bash', ...viaWrapper]];
+      ? ['bash', wrapper]
+      : withNofile(o.nofile, 'bash', wrapper);
   const logPath = join(o.workDir, 'logs', `rota-${o.name}.log`);
   const proc = startProcess(`rota-${o.name}`, cmd, args, { cwd: ROOT, env: benchEnv(port, o.env), logPath });
   const base = `http://127.0.0.1:${port}`;
-  for (;;) {
-    if (proc.hasExited())
-      throw new Error(`Rota exited during start-up (${await proc.exited}): see ${logPath}`);
-    if (performance.now() - t0 > 60_000) {
-      await proc.stop();
-      throw new Error(`Rota was not ready within 60 s: see ${logPath}`);
-    }
-    if (
-      (await fetch(`${base}/api/v1/ready`).then(
-        (r) => r.status,
-        () => 0,
-      )) === 200
-    )
-      break;
-    await sleep(5);
-  }
+  await waitUntil(proc, 'Rota', () => isReady(base), 60_000, 5);
   return { base, proc, readyMs: performance.now() - t0, stop: () => proc.stop() };
 }
 
-/** Rota with `ports` (squid's) as its pool, and one probe call through it that must answer 200. */
-export async function startRotaWithPool(
-  o: RotaOptions,
-  ports: readonly number[],
-  url: string,
-): Promise<Rota> {
+/** True once `base`/api/v1/ready answers 200 (Rota's and proxywhirl's readiness route). */
+export async function isReady(base: string): Promise<boolean> {
+  return (await fetch(`${base}/api/v1/ready`).catch(() => null))?.status === 200;
+}
+
+/** Free ports for Rota's HTTP and SOCKS5 listeners, as its environment. */
+export async function listenerEnv(): Promise<Record<string, string>> {
+  const [proxy, socks] = await freePorts(2);
+  return { ROTA_PROXY_PORT: String(proxy), ROTA_SOCKS_PORT: String(socks) };
+}
+
+/** Rota with `ports` (squid's) as its pool once `check` passed (Rota is stopped if anything fails). */
+async function withPool(o: RotaOptions, ports: readonly number[], check: (r: Rota) => Promise<unknown>) {
   const rota = await startRota(o);
   try {
     await addProxies(rota.base, ports);
-    await probe(rota.base, url);
+    await check(rota);
     return rota;
   } catch (e) {
     await rota.stop();
     throw e;
   }
+}
+
+/** Rota with `ports` as its pool, and one probe call through it that must answer 200. */
+export const startRotaWithPool = (o: RotaOptions, ports: readonly number[], url: string) =>
+  withPool(o, ports, (r) => probe(r.base, url));
+
+/** Rota with its HTTP and SOCKS5 listeners on free ports and `ports` as its pool; `proxyPort` the HTTP one. */
+export async function startRotaForward(o: RotaOptions, ports: readonly number[]) {
+  const env = { ...(await listenerEnv()), ...o.env };
+  const proxyPort = Number(env.ROTA_PROXY_PORT);
+  const listening = async () => {
+    for (let i = 0; i < 40 && !(await canConnect(proxyPort)); i++) await sleep(50);
+  };
+  return { ...(await withPool({ ...o, env }, ports, listening)), proxyPort };
 }
 
 /** One API call; the answer's JSON (or the start of its text). */

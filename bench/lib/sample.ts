@@ -1,5 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
-import { ourPids } from './proc.ts';
+import { ourPids, sleep } from './proc.ts';
 
 /**
  * What the harness reads from /proc while a load runs: a process's CPU ticks and RSS, the machine's busy
@@ -25,43 +25,33 @@ export function cpuTicks(pid: number): number | null {
 }
 
 /**
- * Peak RSS of one process over a span. Writing 5 to clear_refs resets the kernel's high-water mark
- * (VmHWM), which catches spikes between samples; sampling every 100 ms is the fallback.
+ * Peak RSS of one process from now until the returned function is called, MB. Writing 5 to clear_refs
+ * resets the kernel's high-water mark (VmHWM), which catches spikes between samples; sampling every
+ * 100 ms is the fallback.
  */
-export class RssWatch {
-  private peak = 0;
-  private readonly pid: number;
-  private readonly hwm: boolean;
-  private readonly timer: NodeJS.Timeout;
-
-  constructor(pid: number) {
-    this.pid = pid;
-    try {
-      writeFileSync(`/proc/${pid}/clear_refs`, '5');
-      this.hwm = true;
-    } catch {
-      this.hwm = false;
-    }
-    this.timer = setInterval(() => this.sample(), 100);
-    this.sample();
+export function rssWatch(pid: number): () => number {
+  let [peak, hwm] = [0, true];
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    hwm = false;
   }
-
-  private sample(): void {
+  const sample = () => {
     try {
-      const status = readFileSync(`/proc/${this.pid}/status`, 'utf8');
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
       const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
-      this.peak = Math.max(this.peak, kb('VmRSS') * 1024, this.hwm ? kb('VmHWM') * 1024 : 0);
+      peak = Math.max(peak, kb('VmRSS') * 1024, hwm ? kb('VmHWM') * 1024 : 0);
     } catch {
       // the process is gone: its peak is what was seen
     }
-  }
-
-  /** Peak RSS in MB since construction. */
-  stop(): number {
-    clearInterval(this.timer);
-    this.sample();
-    return this.peak / MB;
-  }
+  };
+  const timer = setInterval(sample, 100);
+  sample();
+  return () => {
+    clearInterval(timer);
+    sample();
+    return peak / MB;
+  };
 }
 
 function machineTicks(): { busy: number; total: number } {
@@ -70,8 +60,6 @@ function machineTicks(): { busy: number; total: number } {
   const total = v.reduce((a, b) => a + b, 0);
   return { busy: total - (v[3] ?? 0) - (v[4] ?? 0), total };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits (at most `maxWaitS`) until other programs use under 15% of the machine; returns the last share seen. */
 export async function waitForQuiet(maxWaitS: number, log: (m: string) => void): Promise<number> {
@@ -100,41 +88,31 @@ export async function waitForIdleProcess(pid: number, maxMs = 60_000): Promise<v
 }
 
 /**
- * CPU used during a measurement by programs outside the benchmark, as a share of the machine. Sampled
- * every 250 ms; an interval in which one of our processes started or ended is left out.
+ * CPU used by programs outside the benchmark from now until the returned function is called, as a share
+ * of the machine. Sampled every 250 ms; an interval in which one of our processes started or ended is
+ * left out.
  */
-export class ForeignCpuWatch {
-  private last = this.snapshot();
-  private foreign = 0;
-  private total = 0;
-  private readonly timer = setInterval(() => this.sample(), 250);
-
-  private snapshot() {
-    const ours = new Map<number, number>();
-    for (const pid of ourPids()) {
-      const t = cpuTicks(pid);
-      if (t !== null) ours.set(pid, t);
-    }
-    return { cpu: machineTicks(), ours };
-  }
-
-  private sample(): void {
-    const now = this.snapshot();
-    const same =
-      now.ours.size === this.last.ours.size && [...now.ours.keys()].every((p) => this.last.ours.has(p));
-    if (same) {
+function foreignCpuWatch(): () => number {
+  const snapshot = () => {
+    const ours = new Map(ourPids().map((pid) => [pid, cpuTicks(pid)] as const));
+    for (const [pid, t] of ours) if (t === null) ours.delete(pid);
+    return { cpu: machineTicks(), ours: ours as Map<number, number> };
+  };
+  let [last, foreign, total] = [snapshot(), 0, 0];
+  const timer = setInterval(() => {
+    const now = snapshot();
+    if (now.ours.size === last.ours.size && [...now.ours.keys()].every((p) => last.ours.has(p))) {
       let ours = 0;
-      for (const [pid, t] of now.ours) ours += t - (this.last.ours.get(pid) ?? t);
-      this.foreign += Math.max(0, now.cpu.busy - this.last.cpu.busy - ours);
-      this.total += now.cpu.total - this.last.cpu.total;
+      for (const [pid, t] of now.ours) ours += t - (last.ours.get(pid) ?? t);
+      foreign += Math.max(0, now.cpu.busy - last.cpu.busy - ours);
+      total += now.cpu.total - last.cpu.total;
     }
-    this.last = now;
-  }
-
-  stop(): number {
-    clearInterval(this.timer);
-    return this.total > 0 ? this.foreign / this.total : 0;
-  }
+    last = now;
+  }, 250);
+  return () => {
+    clearInterval(timer);
+    return total > 0 ? foreign / total : 0;
+  };
 }
 
 /**
@@ -148,9 +126,9 @@ export async function undisturbed<T>(
 ): Promise<{ value: T; foreign: number }> {
   const runs: Array<{ value: T; foreign: number }> = [];
   for (;;) {
-    const watch = new ForeignCpuWatch();
-    const value = await run().finally(() => watch.stop());
-    runs.push({ value, foreign: watch.stop() });
+    const stop = foreignCpuWatch();
+    const value = await run().finally(stop);
+    runs.push({ value, foreign: stop() });
     if (runs.at(-1)!.foreign < REDO_ABOVE || !redo || runs.length > 2) break;
     log(`  other programs took ${(runs.at(-1)!.foreign * 100).toFixed(0)}% of the CPU: measuring again`);
     await waitForQuiet(120, log);
@@ -158,29 +136,24 @@ export async function undisturbed<T>(
   return runs.reduce((a, b) => (b.foreign < a.foreign ? b : a));
 }
 
-/** CPU per call of named processes over one measured run (µs; null if unreadable), and the machine's idle %. */
-export class CpuSplit {
-  private readonly pids: Readonly<Record<string, number>>;
-  private readonly start: { cpu: ReturnType<typeof machineTicks>; ticks: Map<string, number | null> };
-
-  constructor(pids: Readonly<Record<string, number>>) {
-    this.pids = pids;
-    this.start = { cpu: machineTicks(), ticks: this.ticks() };
-  }
-
-  private ticks(): Map<string, number | null> {
-    return new Map(Object.entries(this.pids).map(([name, pid]) => [name, cpuTicks(pid)]));
-  }
-
-  stop(calls: number): { perCallUs: Record<string, number | null>; idlePct: number } {
-    const cpu = machineTicks();
-    const perCallUs: Record<string, number | null> = {};
-    for (const [name, t1] of this.ticks()) {
-      const t0 = this.start.ticks.get(name);
-      perCallUs[name] = t0 == null || t1 == null || calls === 0 ? null : ((t1 - t0) * TICK_US) / calls;
-    }
-    const total = cpu.total - this.start.cpu.total;
-    const idle = total - (cpu.busy - this.start.cpu.busy);
-    return { perCallUs, idlePct: total > 0 ? (100 * idle) / total : 0 };
-  }
+/**
+ * From now until the returned function is called with the calls made: the CPU per call of named
+ * processes (µs; null if unreadable) and the machine's idle %.
+ */
+export function cpuSplit(pids: Readonly<Record<string, number>>) {
+  const ticks = () => Object.entries(pids).map(([name, pid]) => [name, cpuTicks(pid)] as const);
+  const [m0, t0] = [machineTicks(), new Map(ticks())];
+  return (calls: number): { perCallUs: Record<string, number | null>; idlePct: number } => {
+    const m1 = machineTicks();
+    const perCall = ([name, t1]: readonly [string, number | null]) => {
+      const t = t0.get(name);
+      return [name, t == null || t1 == null || calls === 0 ? null : ((t1 - t) * TICK_US) / calls];
+    };
+    const total = m1.total - m0.total;
+    const idlePct = total > 0 ? (100 * (total - (m1.busy - m0.busy))) / total : 0;
+    return { perCallUs: Object.fromEntries(ticks().map(perCall)), idlePct };
+  };
 }
+
+export const median = (xs: readonly number[]) =>
+  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;

@@ -1,6 +1,6 @@
-import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { canConnect, freePorts, type Proc, run, sleep, startProcess } from './proc.ts';
+import { aptInstall, canConnect, freePorts, type Proc, run, startProcess, waitUntil } from './proc.ts';
 
 export const SQUID = '/usr/sbin/squid';
 
@@ -13,20 +13,8 @@ export interface Squid {
 
 /** Installs Debian's squid when it is missing and we may (root with apt-get); otherwise says why not. */
 export async function ensureSquid(log: (m: string) => void): Promise<void> {
-  if (existsSync(SQUID)) return;
-  if (process.getuid?.() !== 0)
-    throw new Error(`${SQUID} is missing and we are not root: apt-get install squid`);
-  log('installing squid with apt-get...');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  await run('apt-get', ['update', '-qq'], { env, timeoutMs: 300_000 });
-  const r = await run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'squid'], {
-    env,
-    timeoutMs: 600_000,
-  });
-  if (r.code !== 0 || !existsSync(SQUID))
-    throw new Error(`apt-get install squid failed: ${r.stderr.slice(-300)}`);
   // The package starts a system-wide squid on 3128; ours runs on ports of its own.
-  await run('service', ['squid', 'stop'], { timeoutMs: 30_000 });
+  if (await aptInstall('squid', SQUID, log)) await run('service', ['squid', 'stop'], { timeoutMs: 30_000 });
 }
 
 /**
@@ -82,17 +70,7 @@ export async function startSquid(workDir: string, count: number, name = 'squid')
   const proc = startProcess(name, SQUID, ['-N', '-f', conf], {
     logPath: join(workDir, 'logs', `${name}.log`),
   });
-  const deadline = Date.now() + 15_000;
-  for (const port of ports) {
-    while (!(await canConnect(port))) {
-      if (proc.hasExited() || Date.now() > deadline) {
-        await proc.stop();
-        throw new Error(
-          `squid did not listen on 127.0.0.1:${port}: see ${proc.logPath} and ${dir}/cache.log`,
-        );
-      }
-      await sleep(50);
-    }
-  }
+  const listening = async () => (await Promise.all(ports.map(canConnect))).every(Boolean);
+  await waitUntil(proc, `squid (its own log: ${dir}/cache.log)`, listening, 15_000, 50);
   return { ports, proc, version };
 }

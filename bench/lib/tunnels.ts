@@ -10,7 +10,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { run } from './proc.ts';
-import { raiseNofile } from './rota.ts';
+import { withNofile } from './rota.ts';
 import { get, openTunnel, type Tunnel, WireError } from './tunnel-wire.ts';
 
 export interface TunnelJob {
@@ -45,11 +45,11 @@ const TIMEOUT_MS = 30_000;
 
 /** Runs one job in a fresh load-generator process (descriptor limit raised); returns its figures. */
 export async function runTunnelLoad(job: TunnelJob): Promise<TunnelResult> {
-  const self = fileURLToPath(import.meta.url);
-  const script = `${raiseNofile(65_536)}; exec "$0" "$@"`;
-  const r = await run('bash', ['-c', script, process.execPath, self, JSON.stringify(job)], {
-    timeoutMs: (job.durationS + 90) * 1000,
-  });
+  const [cmd, args] = withNofile(65_536, process.execPath, [
+    fileURLToPath(import.meta.url),
+    JSON.stringify(job),
+  ]);
+  const r = await run(cmd, args, { timeoutMs: (job.durationS + 90) * 1000 });
   const line = r.stdout.split('\n').find((l) => l.startsWith(PREFIX));
   if (r.code !== 0 || !line) {
     const why = (r.stderr || r.stdout).trim().slice(-300) || 'no output';
@@ -135,21 +135,14 @@ async function bulk(job: TunnelJob): Promise<TunnelResult> {
 
 if (import.meta.main) {
   const job = JSON.parse(process.argv[2] ?? '{}') as TunnelJob;
-  setTimeout(
-    () => {
-      process.stderr.write('tunnels: still running long after its duration; giving up\n');
-      process.exit(3);
-    },
-    (job.durationS + 75) * 1000,
-  ).unref();
+  const end = (code: number, out: NodeJS.WriteStream, line: string) => {
+    out.write(`${line}\n`);
+    process.exit(code);
+  };
+  const giveUp = () => end(3, process.stderr, 'tunnels: still running long after its duration; giving up');
+  setTimeout(giveUp, (job.durationS + 75) * 1000).unref();
   (job.mode === 'rate' ? rate(job) : bulk(job)).then(
-    (r) => {
-      process.stdout.write(`${PREFIX}${JSON.stringify(r)}\n`);
-      process.exit(0);
-    },
-    (e: unknown) => {
-      process.stderr.write(`tunnels: ${(e as Error).stack ?? String(e)}\n`);
-      process.exit(1);
-    },
+    (r) => end(0, process.stdout, `${PREFIX}${JSON.stringify(r)}`),
+    (e: unknown) => end(1, process.stderr, `tunnels: ${(e as Error).stack ?? String(e)}`),
   );
 }

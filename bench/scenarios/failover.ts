@@ -3,7 +3,7 @@ import { postOptions } from '../lib/measure.ts';
 import { sleep } from '../lib/proc.ts';
 import { alone, type Ctx, type ScenarioResult } from '../lib/report.ts';
 import { addProxies, api, metric, startRota } from '../lib/rota.ts';
-import { RssWatch } from '../lib/sample.ts';
+import { rssWatch } from '../lib/sample.ts';
 import { wrk } from '../lib/wrk.ts';
 
 /**
@@ -31,7 +31,7 @@ export async function failover(ctx: Ctx): Promise<ScenarioResult> {
   try {
     await addProxies(rota.base, proxies);
     ctx.log(`  failover: 5 live + 5 dead proxies, 50 connections, ${durationS} s`);
-    const watch = new RssWatch(rota.proc.pid);
+    const peakRss = rssWatch(rota.proc.pid);
     const load = wrk({
       ...postOptions(rota.base, ctx.target.jsonUrl),
       connections: 50,
@@ -43,22 +43,18 @@ export async function failover(ctx: Ctx): Promise<ScenarioResult> {
     await sleep((durationS - SETTLE_S - 0.5) * 1000);
     const c1 = await counters(rota.base);
     const w = await load;
-    const peakMb = watch.stop();
+    const peakMb = peakRss();
     const status = await api(rota.base, 'GET', '/api/v1/status');
     const open = (status.json as { pool_stats?: { failed?: number } }).pool_stats?.failed ?? null;
     const calls = c1.calls - c0.calls;
+    const perCall = calls > 0 ? (c1.attempts - c0.attempts) / calls : null;
     const answered = w.requests + w.errors.timeout;
     const success = answered > 0 ? (100 * (w.requests - w.errors.status)) / answered : null;
     const S = 'Failover';
     return {
       rows: [
         alone(S, 'success %, 5 of 10 proxies dead', success, { min: 100 }),
-        alone(
-          S,
-          'upstream attempts per call after 5 s',
-          calls > 0 ? (c1.attempts - c0.attempts) / calls : null,
-          { max: 1.2 },
-        ),
+        alone(S, 'upstream attempts per call after 5 s', perCall, { max: 1.2 }),
         alone(S, 'req/s, 50 conns', (w.requests - w.errors.status) / w.durationS),
         alone(S, 'p99 ms', w.p99Ms),
         alone(S, 'breakers open at the end', open),

@@ -12,14 +12,15 @@ import { goodput, pooled, type WrkResult } from '../lib/wrk.ts';
  * direct runs. The figure that matters is each gateway's own CPU per call: on 2 shared cores req/s moves
  * with everything else on the machine, CPU per call much less.
  */
-async function reference(ctx: Ctx, name: string): Promise<Measured<WrkResult>> {
-  const ref = await startReference(ctx.workDir, name, ctx.squid.ports);
+async function gateway(ctx: Ctx, g: { base: string; pid: number; stop(): Promise<void> }) {
   try {
-    return await measureWrk(ctx, { ...postOptions(ref.base, ctx.target.jsonUrl), connections: 50 }, ref.pid);
+    return await measureWrk(ctx, { ...postOptions(g.base, ctx.target.jsonUrl), connections: 50 }, g.pid);
   } finally {
-    await ref.stop();
+    await g.stop();
   }
 }
+const reference = async (ctx: Ctx, name: string) =>
+  gateway(ctx, await startReference(ctx.workDir, name, ctx.squid.ports));
 
 const cpuOf = (m: Measured<WrkResult>) => m.cpu.perCallUs.subject ?? null;
 
@@ -31,17 +32,9 @@ export async function floor(ctx: Ctx): Promise<ScenarioResult> {
   const before = await direct();
   const relay = await reference(ctx, 'relay');
   const fastify = await reference(ctx, 'fastify-relay');
-  const rota = await startRotaWithPool(
-    { name: 'floor', workDir: ctx.workDir, nodeFlags: ctx.rotaFlags },
-    ctx.squid.ports,
-    url,
-  );
-  let mine: Measured<WrkResult>;
-  try {
-    mine = await measureWrk(ctx, { ...postOptions(rota.base, url), connections: 50 }, rota.proc.pid);
-  } finally {
-    await rota.stop();
-  }
+  const o = { name: 'floor', workDir: ctx.workDir, nodeFlags: ctx.rotaFlags };
+  const rota = await startRotaWithPool(o, ctx.squid.ports, url);
+  const mine = await gateway(ctx, { ...rota, pid: rota.proc.pid });
   const after = await direct();
   const S = 'Relay floor';
   const directRps = goodput(pooled(before.load, after.load));

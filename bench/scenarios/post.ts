@@ -1,6 +1,6 @@
 import { forwardOptions, type Measured, measureWrk, postOptions } from '../lib/measure.ts';
 import { PROXYWHIRL_VERSION, startProxywhirl } from '../lib/refs.ts';
-import { alone, type Ctx, type Row, type ScenarioResult, versus } from '../lib/report.ts';
+import { alone, type Bound, type Ctx, type Row, type ScenarioResult, versus } from '../lib/report.ts';
 import { probe, startRotaWithPool } from '../lib/rota.ts';
 import { goodput, pooled, type WrkResult } from '../lib/wrk.ts';
 
@@ -27,12 +27,11 @@ async function phaseRuns(ctx: Ctx, phase: Phase): Promise<Runs> {
   const ports = ctx.squid.ports;
   const o = { connections: phase.connections };
   const direct = () => measureWrk(ctx, { ...forwardOptions(ports[0]!, url), ...o }, null);
+  const call = (base: string, pid: number, headers = {}) =>
+    measureWrk(ctx, { ...postOptions(base, url, headers), ...o }, pid);
   ctx.log(`  POST request, ${phase.key}: direct, Rota, direct, proxywhirl`);
-  const rota = await startRotaWithPool(
-    { name: `post-${phase.key}`, workDir: ctx.workDir, nodeFlags: ctx.rotaFlags },
-    ports,
-    url,
-  );
+  const rotaOptions = { name: `post-${phase.key}`, workDir: ctx.workDir, nodeFlags: ctx.rotaFlags };
+  const rota = await startRotaWithPool(rotaOptions, ports, url);
   const runs: Partial<Runs> = {};
   // proxywhirl failing to start is a cell of the table, not the end of the scenario.
   const pw = await startProxywhirl(ctx.workDir, ports, ctx.proxywhirlError).catch(
@@ -41,13 +40,10 @@ async function phaseRuns(ctx: Ctx, phase: Phase): Promise<Runs> {
   try {
     if (typeof pw !== 'string') await probe(pw.base, url, pw.headers);
     const before = await direct();
-    runs.rota = await measureWrk(ctx, { ...postOptions(rota.base, url), ...o }, rota.proc.pid);
+    runs.rota = await call(rota.base, rota.proc.pid);
     const after = await direct();
     runs.direct = { ...before, load: pooled(before.load, after.load) };
-    runs.proxywhirl =
-      typeof pw === 'string'
-        ? pw
-        : await measureWrk(ctx, { ...postOptions(pw.base, url, pw.headers), ...o }, pw.pid);
+    runs.proxywhirl = typeof pw === 'string' ? pw : await call(pw.base, pw.pid, pw.headers);
   } finally {
     await rota.stop();
     if (typeof pw !== 'string') await pw.stop();
@@ -55,56 +51,43 @@ async function phaseRuns(ctx: Ctx, phase: Phase): Promise<Runs> {
   return runs as Runs;
 }
 
-const wrkOf = (m: Measured<WrkResult> | string) => (typeof m === 'string' ? null : m.load);
-const fig = (m: Measured<WrkResult> | string, f: (w: WrkResult) => number) => {
-  const w = wrkOf(m);
-  return w === null ? null : f(w);
-};
+const fig = (m: Measured<WrkResult> | string, f: (w: WrkResult) => number) =>
+  typeof m === 'string' ? null : f(m.load);
+const [p50, p99, mibps] = [(w: WrkResult) => w.p50Ms, (w: WrkResult) => w.p99Ms, (w: WrkResult) => w.mibps];
 
 function rows(all: Record<Phase['key'], Runs>): Row[] {
   const S = 'POST request';
-  const pwName = `proxywhirl ${PROXYWHIRL_VERSION}`;
   const { json50: a, json1: b, big10: c } = all;
-  const addedP50 =
-    (fig(b.rota, (w) => w.p50Ms) ?? Number.NaN) - (fig(b.direct, (w) => w.p50Ms) ?? Number.NaN);
+  const cmp = (
+    metric: string,
+    r: Runs,
+    f: (w: WrkResult) => number,
+    ref: 'direct' | 'proxywhirl',
+    bound?: Bound,
+  ) =>
+    versus(
+      S,
+      metric,
+      fig(r.rota, f),
+      ref === 'direct' ? ref : `proxywhirl ${PROXYWHIRL_VERSION}`,
+      fig(r[ref], f),
+      bound,
+    );
+  const addedP50 = (fig(b.rota, p50) ?? Number.NaN) - (fig(b.direct, p50) ?? Number.NaN);
   const peaks = [a, b, c].map((r) =>
     typeof r.rota === 'string' ? Number.NaN : (r.rota.peakMb ?? Number.NaN),
   );
+  const peak = peaks.some(Number.isNaN) ? null : Math.max(...peaks);
+  const big = 'MiB/s, 1 MiB bodies, 10 conns';
   return [
-    versus(S, 'req/s, 50 conns', fig(a.rota, goodput), 'direct', fig(a.direct, goodput), { min: 0.5 }),
-    versus(S, 'req/s, 50 conns', fig(a.rota, goodput), pwName, fig(a.proxywhirl, goodput), { min: 10 }),
-    versus(
-      S,
-      'p99 ms, 50 conns',
-      fig(a.rota, (w) => w.p99Ms),
-      'direct',
-      fig(a.direct, (w) => w.p99Ms),
-    ),
-    versus(
-      S,
-      'p50 ms, 1 conn',
-      fig(b.rota, (w) => w.p50Ms),
-      'direct',
-      fig(b.direct, (w) => w.p50Ms),
-    ),
+    cmp('req/s, 50 conns', a, goodput, 'direct', { min: 0.5 }),
+    cmp('req/s, 50 conns', a, goodput, 'proxywhirl', { min: 10 }),
+    cmp('p99 ms, 50 conns', a, p99, 'direct'),
+    cmp('p50 ms, 1 conn', b, p50, 'direct'),
     alone(S, 'added p50 ms, 1 conn', Number.isFinite(addedP50) ? addedP50 : null, { max: 0.5 }),
-    versus(
-      S,
-      'MiB/s, 1 MiB bodies, 10 conns',
-      fig(c.rota, (w) => w.mibps),
-      'direct',
-      fig(c.direct, (w) => w.mibps),
-    ),
-    versus(
-      S,
-      'MiB/s, 1 MiB bodies, 10 conns',
-      fig(c.rota, (w) => w.mibps),
-      pwName,
-      fig(c.proxywhirl, (w) => w.mibps),
-    ),
-    alone(S, 'peak RSS MB, largest of the 3 loads', peaks.some(Number.isNaN) ? null : Math.max(...peaks), {
-      max: 200,
-    }),
+    cmp(big, c, mibps, 'direct'),
+    cmp(big, c, mibps, 'proxywhirl'),
+    alone(S, 'peak RSS MB, largest of the 3 loads', peak, { max: 200 }),
   ];
 }
 

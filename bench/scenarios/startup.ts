@@ -1,10 +1,10 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { populatedDatabase } from '../lib/populate.ts';
-import { freePorts, run, sleep, startProcess } from '../lib/proc.ts';
+import { run, sleep, startProcess } from '../lib/proc.ts';
 import { alone, type Ctx, type ScenarioResult, versus } from '../lib/report.ts';
-import { startRota } from '../lib/rota.ts';
-import { waitForQuiet } from '../lib/sample.ts';
+import { listenerEnv, startRota } from '../lib/rota.ts';
+import { median, waitForQuiet } from '../lib/sample.ts';
 
 /**
  * Start-up and memory of Rota as `npm start` runs it once built (`node <its flags> dist/main.js`,
@@ -22,23 +22,13 @@ function rssMb(pid: number): number {
   return Number(/^Rss:\s+(\d+) kB/m.exec(text)?.[1] ?? Number.NaN) / 1024;
 }
 
-const median = (xs: readonly number[]) =>
-  [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-
 async function starts(ctx: Ctx, name: string, env: Record<string, string>, count = STARTS) {
   const readyMs: number[] = [];
   const rss: number[] = [];
   await waitForQuiet(ctx.patient ? 120 : 0, ctx.log);
   for (let i = 0; i < count; i++) {
-    const [proxyPort = 0, socksPort = 0] = await freePorts(2);
-    const listeners = { ROTA_PROXY_PORT: String(proxyPort), ROTA_SOCKS_PORT: String(socksPort) };
-    const rota = await startRota({
-      name,
-      workDir: ctx.workDir,
-      direct: true,
-      env: { ...listeners, ...env },
-      nodeFlags: ctx.rotaFlags,
-    });
+    const o = { name, workDir: ctx.workDir, direct: true, nodeFlags: ctx.rotaFlags };
+    const rota = await startRota({ ...o, env: { ...(await listenerEnv()), ...env } });
     try {
       readyMs.push(rota.readyMs);
       await sleep(SETTLE_MS);
