@@ -16,6 +16,7 @@ import { responseGone } from '../lib/abort.ts';
 import type { StreamedRequest } from '../upstream/stream.ts';
 import { refusal } from './answers.ts';
 import { admit, endToEnd, type HttpDoorDeps, writeRefusal } from './http-door.ts';
+import type { ProxyParams } from './params.ts';
 import { absoluteTarget } from './target.ts';
 
 /** Response headers that describe the hop to Rota, not the answer. */
@@ -48,10 +49,26 @@ export async function handleAbsolute(
     writeRefusal(res, door.refusal);
     return;
   }
+  await forwardRequest(d, req, res, target, door.params, 'http');
+}
+
+/**
+ * One request of a client forwarded through the engine and its answer written back: the absolute-URI
+ * path's (`http`) and an inspected HTTPS connection's (`inspect`, forward/inspect.ts). `to` is the
+ * target's origin (parsed once by the door) and the path to ask it for.
+ */
+export async function forwardRequest(
+  d: HttpDoorDeps,
+  req: IncomingMessage,
+  res: ServerResponse,
+  to: { readonly origin: URL; readonly path: string },
+  params: ProxyParams,
+  listener: 'http' | 'inspect',
+): Promise<void> {
   let up = 0;
   const forwarded: StreamedRequest = {
-    origin: target.origin,
-    path: target.path,
+    origin: to.origin,
+    path: to.path,
     method: req.method ?? 'GET',
     // Host follows the target URL; Expect is answered by Node's server itself (100-continue).
     headers: endToEnd(req.headers, ['host', 'expect']),
@@ -63,9 +80,9 @@ export async function handleAbsolute(
   };
   // The engine's signal while the answer is awaited, then the body's (ResponseBody.pipeTo).
   const gone = responseGone(res);
-  const out = await d.gateway.request(forwarded, door.params, gone);
+  const out = await d.gateway.request(forwarded, params, gone);
   if (!out.ok) {
-    d.metrics.answered('http', out.refusal.code);
+    d.metrics.answered(listener, out.refusal.code);
     writeRefusal(res, out.refusal);
     return;
   }
@@ -74,9 +91,9 @@ export async function handleAbsolute(
     answer.body.destroy();
     return;
   }
-  d.metrics.answered('http', null);
+  d.metrics.answered(listener, null);
   const headers = endToEnd(answer.headers, RESPONSE_HOP);
   headers['x-rota-proxy-id'] = out.proxyId;
   res.writeHead(answer.statusCode, headers);
-  answer.body.pipeTo(res, (down) => d.metrics.bytes('http', up, down), gone);
+  answer.body.pipeTo(res, (down) => d.metrics.bytes(listener, up, down), gone);
 }

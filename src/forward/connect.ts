@@ -18,6 +18,7 @@ import { authority } from '../upstream/dial.ts';
 import type { TunnelTarget } from '../upstream/tunnel.ts';
 import { refusal } from './answers.ts';
 import { admit, type HttpDoorDeps, writeRawRefusal } from './http-door.ts';
+import { inspectTunnel } from './inspect.ts';
 import { splice } from './splice.ts';
 
 const NAME = /^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})$/;
@@ -93,6 +94,21 @@ export async function handleConnect(
   if (!door.ok) {
     d.metrics.answered('connect', door.refusal.code);
     writeRawRefusal(socket, door.refusal);
+    return;
+  }
+  const inspect = d.inspect;
+  if (inspect?.decide(dest.target.hostname, door.params.inspect) === true) {
+    const verdict = inspect.forbidden(dest.origin);
+    const blocked = verdict instanceof Promise ? await verdict : verdict;
+    if (blocked !== null) {
+      d.metrics.answered('connect', blocked.code);
+      writeRawRefusal(socket, blocked);
+      return;
+    }
+    // Answered at once: the proxy is chosen per request inside (forward/inspect.ts).
+    d.metrics.answered('connect', null);
+    socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    inspectTunnel(inspect.door, inspect.server, socket as net.Socket, dest.target, door.params, head);
     return;
   }
   const gone = closeSignal(socket);

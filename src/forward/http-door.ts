@@ -5,6 +5,7 @@ import { isRotaHeader, HOP_BY_HOP as UPSTREAM_HOP_BY_HOP } from '../upstream/sen
 import { type Refusal, refusal } from './answers.ts';
 import type { ForwardGateway } from './gateway.ts';
 import type { IdleSweeper } from './idle-sweep.ts';
+import type { InspectHook } from './inspect.ts';
 import { basicCredentials, type ListenerAuth, type Verdict } from './listener-auth.ts';
 import type { ForwardMetrics } from './metrics.ts';
 import { mergeHeaders, type ProxyParams, parseUsername } from './params.ts';
@@ -28,6 +29,8 @@ export interface HttpDoorDeps {
   /** Closes tunnels idle for ROTA_TUNNEL_IDLE_TIMEOUT_S; its idleMs is also the connections' timeout. */
   readonly idle: IdleSweeper;
   readonly sockets: SocketRegistry;
+  /** HTTPS inspection (forward/inspect.ts); absent: every tunnel is a plain one. */
+  readonly inspect?: InspectHook | undefined;
 }
 
 function one(v: string | string[] | undefined): string | undefined {

@@ -2,9 +2,14 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 
 /**
  * What the listeners did, for `/metrics` (rota_forward_*) and `GET /api/v1/listeners`. Labels are bounded:
- * `listener` is one of three doors, `outcome` is `success` or one of the answers' codes (answers.ts).
+ * `listener` is one of four doors (`inspect`: the requests inside an inspected HTTPS connection),
+ * `outcome` is `success` or one of the answers' codes (answers.ts).
  */
-export type ListenerName = 'http' | 'connect' | 'socks5';
+export type ListenerName = 'http' | 'connect' | 'socks5' | 'inspect';
+
+/** How the TLS handshake of an inspected connection ended (forward/inspect.ts). */
+export type HandshakeResult = 'ok' | 'client_refused' | 'not_tls';
+const HANDSHAKE_RESULTS: readonly HandshakeResult[] = ['ok', 'client_refused', 'not_tls'];
 
 export interface ListenerTotals {
   requests: number;
@@ -19,7 +24,7 @@ function zero(): ListenerTotals {
   return { requests: 0, succeeded: 0, refused: 0, bytesUp: 0, bytesDown: 0, openTunnels: 0 };
 }
 
-const LISTENERS = ['http', 'connect', 'socks5'] as const;
+const LISTENERS = ['http', 'connect', 'socks5', 'inspect'] as const;
 
 /**
  * The counters live here as plain numbers and reach prom-client only when /metrics is read (its
@@ -28,7 +33,15 @@ const LISTENERS = ['http', 'connect', 'socks5'] as const;
  * once every scrape interval.
  */
 export class ForwardMetrics {
-  readonly totals: Record<ListenerName, ListenerTotals> = { http: zero(), connect: zero(), socks5: zero() };
+  readonly totals: Record<ListenerName, ListenerTotals> = {
+    http: zero(),
+    connect: zero(),
+    socks5: zero(),
+    inspect: zero(),
+  };
+  readonly handshakes: Record<HandshakeResult, number> = { ok: 0, client_refused: 0, not_tls: 0 };
+  /** TLS contexts cached for inspected hosts now (set by the listeners when inspection is wired). */
+  contexts: () => number = () => 0;
   /** Requests by `listener outcome`. */
   readonly #outcomes = new Map<string, number>();
 
@@ -62,6 +75,26 @@ export class ForwardMetrics {
         }
       },
     });
+    const handshakes = this.handshakes;
+    new Counter({
+      name: 'rota_inspect_handshakes_total',
+      help: 'TLS handshakes of inspected connections: ok, refused by the client (Rota CA not trusted), not TLS',
+      labelNames: ['result'],
+      registers,
+      collect(this: Counter<'result'>) {
+        this.reset();
+        for (const r of HANDSHAKE_RESULTS) this.inc({ result: r }, handshakes[r]);
+      },
+    });
+    const contexts = () => this.contexts();
+    new Gauge({
+      name: 'rota_inspect_contexts',
+      help: 'TLS contexts (leaf certificates) cached for inspected hosts',
+      registers,
+      collect(this: Gauge) {
+        this.set(contexts());
+      },
+    });
     new Gauge({
       name: 'rota_forward_active_tunnels',
       help: 'Tunnels open now, by listener',
@@ -87,6 +120,10 @@ export class ForwardMetrics {
     const t = this.totals[listener];
     t.bytesUp += up;
     t.bytesDown += down;
+  }
+
+  handshake(result: HandshakeResult): void {
+    this.handshakes[result]++;
   }
 
   tunnelOpened(listener: ListenerName): void {

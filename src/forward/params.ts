@@ -9,6 +9,8 @@ export interface ProxyParams {
   readonly sessionId?: string;
   /** ISO 3166-1 alpha-2, upper case. */
   readonly country?: string;
+  /** HTTPS inspection asked for this connection (`-inspect-on` / `-inspect-off`); none: the settings decide. */
+  readonly inspect?: 'on' | 'off';
 }
 
 export type ParamsResult =

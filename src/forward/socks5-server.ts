@@ -13,11 +13,13 @@ import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { closeSignal } from '../lib/abort.ts';
 import { authority } from '../upstream/dial.ts';
+import type { TunnelTarget } from '../upstream/tunnel.ts';
 import { type Refusal, refusal } from './answers.ts';
 import { destinationOf } from './connect.ts';
 import type { ForwardGateway } from './gateway.ts';
 import type { SocketRegistry } from './http-door.ts';
 import type { IdleSweeper } from './idle-sweep.ts';
+import { type InspectHook, inspectTunnel } from './inspect.ts';
 import type { ListenerAuth } from './listener-auth.ts';
 import type { ForwardMetrics } from './metrics.ts';
 import { type ProxyParams, parseUsername } from './params.ts';
@@ -45,6 +47,8 @@ export interface Socks5Deps {
   /** Closes tunnels idle for ROTA_TUNNEL_IDLE_TIMEOUT_S. */
   readonly idle: IdleSweeper;
   readonly sockets: SocketRegistry;
+  /** HTTPS inspection (forward/inspect.ts); absent: every tunnel is a plain one. */
+  readonly inspect?: InspectHook | undefined;
 }
 
 type State =
@@ -177,6 +181,11 @@ class Socks5Connection {
       this.#refuse('BAD_REQUEST', 'bad destination', reply(REPLY.GENERAL_FAILURE));
       return;
     }
+    const inspect = this.#d.inspect;
+    if (inspect?.decide(dest.target.hostname, params.inspect) === true) {
+      await this.#inspect(inspect, dest.target, dest.origin, params);
+      return;
+    }
     const gone = closeSignal(socket);
     const out = await this.#d.gateway.tunnel(dest.target, params, gone.signal, dest.origin);
     gone.release();
@@ -186,6 +195,29 @@ class Socks5Connection {
       return;
     }
     this.#open(out.value);
+  }
+
+  /** Answered at once after the SSRF rules: the proxy is chosen per request inside (forward/inspect.ts). */
+  async #inspect(
+    inspect: InspectHook,
+    target: TunnelTarget,
+    origin: URL,
+    params: ProxyParams,
+  ): Promise<void> {
+    const socket = this.#socket;
+    const verdict = inspect.forbidden(origin);
+    const blocked = verdict instanceof Promise ? await verdict : verdict;
+    if (blocked !== null) {
+      this.#d.metrics.answered('socks5', blocked.code);
+      socket.end(reply(blocked.socksReply));
+      return;
+    }
+    this.#d.metrics.answered('socks5', null);
+    socket.setTimeout(0);
+    socket.write(reply(REPLY.SUCCEEDED));
+    const early = this.#buf;
+    this.#buf = Buffer.alloc(0);
+    inspectTunnel(inspect.door, inspect.server, socket, target, params, early);
   }
 
   #open(upstream: Duplex): void {

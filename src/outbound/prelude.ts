@@ -62,12 +62,18 @@ export class CallPrelude {
     return this.#d.ssrf.check(c.target).then((v) => this.#after(c, v));
   }
 
+  /**
+   * The SSRF rules alone, for a door that answers before any call is made (an inspected tunnel, whose
+   * requests each run prepare() later): null when `target` is allowed, else Rota's error.
+   */
+  forbidden(target: URL): RotaError | null | Promise<RotaError | null> {
+    const known = this.#d.ssrf.checkKnown(target);
+    if (known !== null) return forbiddenBy(known);
+    return this.#d.ssrf.check(target).then(forbiddenBy);
+  }
+
   #after<R>(c: DoorCall<R>, v: SsrfVerdict): Prepared<R> {
-    if (!v.ok) {
-      return new RotaError('TARGET_FORBIDDEN', `Target not allowed: ${v.message}`, {
-        details: { reason: v.reason },
-      });
-    }
+    if (!v.ok) return forbiddenBy(v) as RotaError;
     // The guard's normalised URL: the one it checked is the one that goes out (the same object when it
     // is the same, which it is but for tricks the guard normalised away).
     return this.#input(c, v.url === c.target.href ? c.target : new URL(v.url));
@@ -85,4 +91,11 @@ export class CallPrelude {
       signal: c.signal,
     };
   }
+}
+
+function forbiddenBy(v: SsrfVerdict): RotaError | null {
+  if (v.ok) return null;
+  return new RotaError('TARGET_FORBIDDEN', `Target not allowed: ${v.message}`, {
+    details: { reason: v.reason },
+  });
 }
