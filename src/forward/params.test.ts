@@ -86,6 +86,43 @@ describe('parseUsername', () => {
   });
 });
 
+describe('parseUsername: the inspect key', () => {
+  it('takes on and off, alone or with the other keys, in any order', () => {
+    assert.deepEqual(okParams(parseUsername('scraper-inspect-on-session-a1')), {
+      label: 'scraper',
+      sessionId: 'a1',
+      inspect: 'on',
+    });
+    assert.deepEqual(okParams(parseUsername('scraper-inspect-off')), { label: 'scraper', inspect: 'off' });
+    assert.deepEqual(okParams(parseUsername('x-country-de-inspect-off-session-s')), {
+      label: 'x',
+      sessionId: 's',
+      country: 'DE',
+      inspect: 'off',
+    });
+    assert.deepEqual(okParams(parseUsername('-inspect-on')), { label: '', inspect: 'on' });
+  });
+  it('refuses other values, upper case, a missing value and a repeat', () => {
+    for (const v of ['ON', 'Off', 'yes', 'true', '1', 'onn', '']) {
+      assert.equal(rejected(parseUsername(`x-inspect-${v}`)), 'invalid inspect', v);
+    }
+    assert.equal(rejected(parseUsername('x-inspect')), 'inspect has no value');
+    assert.equal(rejected(parseUsername('x-Inspect-on')), 'unknown parameter key');
+    assert.equal(rejected(parseUsername('x-inspect-on-inspect-on')), 'inspect given twice');
+    assert.equal(rejected(parseUsername('x-inspect-on-inspect-off')), 'inspect given twice');
+  });
+  it('names no value in its reasons', () => {
+    assert.ok(!rejected(parseUsername('x-inspect-hunter2hunter2')).includes('hunter2'));
+  });
+  it('is kept by mergeHeaders', () => {
+    assert.deepEqual(okParams(mergeHeaders({ label: 'l', inspect: 'off' }, { session: 's' })), {
+      label: 'l',
+      sessionId: 's',
+      inspect: 'off',
+    });
+  });
+});
+
 describe('mergeHeaders', () => {
   const user = { label: 'l', sessionId: 'abc', country: 'DE' };
   it('accepts headers that agree with the username', () => {
@@ -154,7 +191,9 @@ describe('properties', () => {
   });
 
   it('parseUsername is total and only returns valid parameters', () => {
-    const pieces = fc.constantFrom('-', 'session', 'country', 'de', 'Us', 'a1', '.', '_', 'é', ' ', 'x');
+    const pieces = fc.constantFrom(
+      ...['-', 'session', 'country', 'inspect', 'on', 'off', 'de', 'Us', 'a1', '.', '_', 'é', ' ', 'x'],
+    );
     const names = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 300 }),
       fc.array(pieces, { maxLength: 40 }).map((p) => p.join('')),
@@ -166,7 +205,8 @@ describe('properties', () => {
           assert.ok(result.reason.length > 0 && result.reason.length <= 40);
           return;
         }
-        const { label, sessionId, country } = result.params;
+        const { label, sessionId, country, inspect } = result.params;
+        if (inspect !== undefined) assert.ok(inspect === 'on' || inspect === 'off');
         assert.match(label, /^[A-Za-z0-9_.]{0,64}$/);
         if (sessionId !== undefined) assert.match(sessionId, /^[A-Za-z0-9_]{1,64}$/);
         if (country !== undefined) assert.ok(COUNTRY_CODES.has(country));

@@ -1,5 +1,5 @@
 // Routing parameters that forward-proxy clients smuggle in the proxy username
-// (`label[-session-ID][-country-CC]`) and, on the HTTP listener, in X-Rota-Session / X-Rota-Country.
+// (`label[-session-ID][-country-CC][-inspect-on|off]`) and, on the HTTP listener, in X-Rota-Session / X-Rota-Country.
 // Clients cannot see our logs, so anything ambiguous is rejected rather than guessed at. Reasons are
 // shown to clients and logged, and the username may hold something secret, so they name at most a
 // known key, never a value.
@@ -34,7 +34,8 @@ const LABEL = /^[A-Za-z0-9_.]{0,64}$/;
 const SESSION_ID = /^[A-Za-z0-9_]{1,64}$/;
 const MAX_USERNAME = 255;
 
-type Key = 'session' | 'country';
+type Key = 'session' | 'country' | 'inspect';
+const KEYS: ReadonlySet<string> = new Set<Key>(['session', 'country', 'inspect']);
 
 function fail(reason: string): ParamsResult {
   return { ok: false, reason };
@@ -51,16 +52,34 @@ function validCountry(value: string): string | null {
   return COUNTRY_CODES.has(code) ? code : null;
 }
 
-function build(label: string, sessionId: string | undefined, country: string | undefined): ProxyParams {
+/** `on` or `off`, lower case only (like the key names); null otherwise. */
+function validInspect(value: string): 'on' | 'off' | null {
+  return value === 'on' || value === 'off' ? value : null;
+}
+
+const VALIDATORS: Readonly<Record<Key, (value: string) => string | null>> = {
+  session: validSession,
+  country: validCountry,
+  inspect: validInspect,
+};
+
+interface Values {
+  readonly sessionId?: string | undefined;
+  readonly country?: string | undefined;
+  readonly inspect?: 'on' | 'off' | undefined;
+}
+
+function build(label: string, v: Values): ProxyParams {
   // Absent keys are left out rather than set to undefined, so results compare structurally.
   return {
     label,
-    ...(sessionId === undefined ? {} : { sessionId }),
-    ...(country === undefined ? {} : { country }),
+    ...(v.sessionId === undefined ? {} : { sessionId: v.sessionId }),
+    ...(v.country === undefined ? {} : { country: v.country }),
+    ...(v.inspect === undefined ? {} : { inspect: v.inspect }),
   };
 }
 
-/** `label[-session-ID][-country-CC]`; null or '' (no username at all) means no parameters. */
+/** `label[-session-ID][-country-CC][-inspect-on|off]`; null or '' (no username at all): no parameters. */
 export function parseUsername(username: string | null): ParamsResult {
   if (username === null || username === '') return { ok: true, params: { label: '' } };
   if (username.length > MAX_USERNAME) return fail('username too long');
@@ -70,15 +89,17 @@ export function parseUsername(username: string | null): ParamsResult {
   for (let i = 0; i < rest.length; i += 2) {
     const key = rest[i]!;
     // Only known key names are ever echoed: an unknown one may be a fragment of a secret.
-    if (key !== 'session' && key !== 'country') return fail('unknown parameter key');
-    if (values[key] !== undefined) return fail(`${key} given twice`);
+    if (!KEYS.has(key)) return fail('unknown parameter key');
+    const k = key as Key;
+    if (values[k] !== undefined) return fail(`${k} given twice`);
     const raw = rest[i + 1];
-    if (raw === undefined) return fail(`${key} has no value`);
-    const value = key === 'session' ? validSession(raw) : validCountry(raw);
-    if (value === null) return fail(`invalid ${key}`);
-    values[key] = value;
+    if (raw === undefined) return fail(`${k} has no value`);
+    const value = VALIDATORS[k](raw);
+    if (value === null) return fail(`invalid ${k}`);
+    values[k] = value;
   }
-  return { ok: true, params: build(label, values.session, values.country) };
+  const inspect = values.inspect === undefined ? undefined : (validInspect(values.inspect) ?? undefined);
+  return { ok: true, params: build(label, { sessionId: values.session, country: values.country, inspect }) };
 }
 
 /**
@@ -105,5 +126,5 @@ export function mergeHeaders(
     }
     country = value;
   }
-  return { ok: true, params: build(fromUser.label, sessionId, country) };
+  return { ok: true, params: build(fromUser.label, { sessionId, country, inspect: fromUser.inspect }) };
 }
