@@ -10,6 +10,7 @@ import {
   Reader,
 } from './config-reader.ts';
 import { type CaFiles, parseCaFiles } from './inspect/ca-files.ts';
+import { readPatternList } from './inspect/patterns.ts';
 import { parseAllowedHosts } from './lib/allowed-hosts.ts';
 import type { Rate } from './lib/rate.ts';
 import { STRATEGIES, type StrategyName } from './rotation/names.ts';
@@ -90,6 +91,8 @@ export interface Config {
   readonly inspectCa: CaFiles | null;
   /** Leaf TLS contexts inspection keeps at most, least recently used out (ROTA_INSPECT_CACHE). */
   readonly inspectCacheMax: number;
+  /** Host patterns whose tunnels are inspected without the client asking (ROTA_INSPECT_HOSTS); empty: none. */
+  readonly inspectHosts: readonly string[];
 }
 
 /** Thrown with every problem found, one line each, so that an operator fixes them all in one go. */
@@ -206,6 +209,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowedHosts: parseAllowedHosts(r, r.str('ROTA_HOST', '127.0.0.1')),
     inspectCa: parseCaFiles(r),
     inspectCacheMax: r.int('ROTA_INSPECT_CACHE', 10_000, 1, 10_000_000),
+    inspectHosts: readPatternList(r, 'ROTA_INSPECT_HOSTS'),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     r.problems.push(

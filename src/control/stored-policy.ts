@@ -42,6 +42,11 @@ export class StoredPolicy<T extends object> {
     return this.#current;
   }
 
+  /** The fields that PUTs set (the ones the store keeps); the others follow the base. */
+  get overrides(): Readonly<Partial<T>> {
+    return this.#overrides;
+  }
+
   /** Absent fields stay. Persist first, then swap: an answer of 200 means the change is durable. */
   async update(patch: Partial<T>): Promise<Readonly<T>> {
     const overrides = Object.freeze({ ...this.#overrides, ...patch });

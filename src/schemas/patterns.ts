@@ -135,3 +135,15 @@ export const HEADER_VALUE_PATTERN = '^[^\\r\\n\\u0000]*$';
 
 /** Standard base64 with its padding, as `POST request` decodes a body with `body_encoding: base64`. */
 export const BASE64_PATTERN = '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$';
+
+/** A label of a host pattern: as LABEL, and `_` too. */
+const PATTERN_LABEL = '[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?';
+
+/**
+ * A host pattern exactly as `checkPattern` (src/inspect/patterns.ts) accepts it: `*`; an IPv4 address; an
+ * IPv6 address, bracketed or not, without a zone; or a name (labels of letters, digits, `-` and `_`, one
+ * optional trailing dot, a last label that is not all digits), optionally after `*.`.
+ */
+export const HOST_PATTERN_PATTERN =
+  `^(?:\\*|${IPV4}|${IPV6}|\\[${IPV6}\\]|` +
+  `(?:\\*\\.)?(?!(?:[^.]*\\.)*[0-9]+\\.?$)${PATTERN_LABEL}(?:\\.${PATTERN_LABEL})*\\.?)$`;
