@@ -18,6 +18,7 @@ import { configRoutes } from './http/routes/config.ts';
 import { dashboardRoutes } from './http/routes/dashboard.ts';
 import { healthCheckRoutes } from './http/routes/health-check.ts';
 import { importRoutes } from './http/routes/import.ts';
+import { inspectionRoutes } from './http/routes/inspection.ts';
 import { apiMetricsRoutes, rootMetricsRoutes } from './http/routes/metrics.ts';
 import { monitoringRoutes } from './http/routes/monitoring.ts';
 import { proxyRoutes } from './http/routes/proxies.ts';
@@ -133,6 +134,12 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
       await api.register(configRoutes(services, services.retry));
       await api.register(breakerRoutes(services));
       await api.register(banRoutes(services));
+      await api.register(
+        inspectionRoutes(services, {
+          settings: services.inspectionSettings,
+          authority: services.inspection.authority,
+        }),
+      );
       await api.register(apiMetricsRoutes(services));
     },
     { prefix: API_PREFIX },

@@ -2,6 +2,7 @@ import type { BanPolicyHolder } from './bans/policy.ts';
 import type { Config } from './config.ts';
 import type { RuntimeSettings } from './control/settings.ts';
 import type { HealthChecker } from './health/checker.ts';
+import type { InspectionSettings } from './inspect/settings.ts';
 import type { PromMetrics } from './metrics/prometheus.ts';
 import type { StatsAggregator } from './metrics/stats.ts';
 import type { RetryPolicyHolder } from './outbound/retry-policy.ts';
@@ -18,6 +19,7 @@ export interface Startable {
   readonly settings: RuntimeSettings;
   readonly retry: RetryPolicyHolder;
   readonly banPolicy: BanPolicyHolder;
+  readonly inspectionSettings: InspectionSettings;
   readonly pool: Pool;
   readonly shared: SharedState;
   readonly selector: Selector;
@@ -38,10 +40,12 @@ export interface Startable {
  */
 export async function startServices(s: Startable): Promise<void> {
   const { store, settings, retry, banPolicy, pool, shared, selector, prom, stats, sources } = s;
+  const inspectionSettings = s.inspectionSettings;
   await store.open();
   await settings.load();
   if (await retry.load()) settings.markStored();
   if (await banPolicy.load()) settings.markStored();
+  if (await inspectionSettings.load()) settings.markStored();
   await pool.load();
   await shared.start({
     pool,
@@ -54,11 +58,13 @@ export async function startServices(s: Startable): Promise<void> {
       await settings.load();
       await retry.load();
       await banPolicy.load();
+      await inspectionSettings.load();
     },
     onSettingsChange: (l) => {
       settings.onChange(l);
       retry.onChange(l);
       banPolicy.onChange(l);
+      inspectionSettings.onChange(l);
     },
   });
   s.health.start(s.config.healthCheckIntervalS);

@@ -12,6 +12,8 @@ import { RuntimeSettings } from './control/settings.ts';
 import { Listeners } from './forward/listeners.ts';
 import { HealthChecker } from './health/checker.ts';
 import { ClientIpResolver } from './http/client-ip.ts';
+import { createInspection, type Inspection } from './inspect/index.ts';
+import { InspectionSettings } from './inspect/settings.ts';
 import type { RateCounter } from './lib/rate-counter.ts';
 import type { PromMetrics } from './metrics/prometheus.ts';
 import type { RetryMetrics } from './metrics/retry.ts';
@@ -86,6 +88,10 @@ export interface Services {
   readonly rateCounter: RateCounter;
   /** Whether and how runtime state is shared with other instances (shared-state/). */
   readonly shared: SharedState;
+  /** HTTPS inspection's CA and leaf certificates (inspect/). */
+  readonly inspection: Inspection;
+  /** Which tunnels HTTPS inspection terminates (`GET`/`PUT inspection`; persisted and shared). */
+  readonly inspectionSettings: InspectionSettings;
   readonly startedAt: number;
   /** True once storage is open and the pool loaded (`/ready`). */
   ready: boolean;
@@ -147,6 +153,7 @@ export async function createServices(
   });
   const cooldowns = new CooldownTable({ now: clock.now });
   const banPolicy = new BanPolicyHolder(store, config);
+  const inspectionSettings = new InspectionSettings(store, config);
   // A proxy's refusals of one target cool the pair down; many of them call for a health check (the
   // operator's URL) before the proxy itself is judged. `health` is made below; asked only during calls.
   const refusals = new TargetRefusals(new CooldownTable({ now: clock.now }), {
@@ -266,6 +273,8 @@ export async function createServices(
     clientIp: new ClientIpResolver(config.trustedProxies, config.clientIpHeader),
     rateCounter,
     shared,
+    inspection: createInspection(config, store, logger),
+    inspectionSettings,
     startedAt: clock.now(),
     ready: false,
     async close() {

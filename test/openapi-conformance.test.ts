@@ -176,6 +176,11 @@ describe('responses match the document (real proxy, loopback target)', () => {
       }
       return { status: res.statusCode, body: res.body };
     }
+    if (type === 'application/x-pem-file') {
+      assert.match(res.body, /^-----BEGIN CERTIFICATE-----\n/, `${key}: a PEM certificate`);
+      assert.doesNotMatch(res.body, /PRIVATE KEY/, `${key}: never a key`);
+      return { status: res.statusCode, body: res.body };
+    }
     if (type === 'text/plain') {
       assert.match(res.body, /^# (HELP|TYPE) rota_/m, `${key}: Prometheus text`);
       return { status: res.statusCode, body: res.body };
@@ -224,6 +229,10 @@ describe('responses match the document (real proxy, loopback target)', () => {
       [`get ${API}/bans`, `${API}/bans?host=example.com`],
       [`get ${API}/bans`, `${API}/bans?page_size=1000`],
       [`delete ${API}/bans`, `${API}/bans?host=example.com`],
+      [`get ${API}/inspection`, `${API}/inspection`],
+      [`put ${API}/inspection`, `${API}/inspection`, { hosts: ['*.example.com'], passthrough: ['::1'] }],
+      [`put ${API}/inspection`, `${API}/inspection`, { hosts: ['a.*.example'] }],
+      [`get ${API}/inspection/ca.pem`, `${API}/inspection/ca.pem`],
       [`get ${API}/stats`, `${API}/stats`],
       [`get ${API}/config`, `${API}/config`],
       [`put ${API}/config`, `${API}/config`, { timeout: 20 }],
@@ -272,6 +281,9 @@ describe('responses match the document (real proxy, loopback target)', () => {
       `post ${API}/request 422`,
       `post ${API}/proxies/health-check 200`,
       `put ${API}/config 400`,
+      `put ${API}/inspection 200`,
+      `put ${API}/inspection 400`,
+      `get ${API}/inspection/ca.pem 200`,
       `post ${API}/proxies/import 200`,
       `put ${API}/sources 200`,
       `put ${API}/sources 400`,

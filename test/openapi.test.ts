@@ -241,6 +241,7 @@ describe('OpenAPI document', () => {
       `put ${API}/config`,
       `put ${API}/retry/policy`,
       `put ${API}/ban-policy`,
+      `put ${API}/inspection`,
     ];
     for (const key of writes) assert.match(described(key, '503'), /STORAGE_UNAVAILABLE/, key);
   });

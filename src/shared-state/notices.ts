@@ -25,7 +25,7 @@ export type Notice =
   | { readonly type: 'bans-cleared'; readonly host: string | null }
   /** A proxy was added to or removed from the shared store. */
   | { readonly type: 'pool'; readonly op: 'added' | 'removed'; readonly id: string }
-  /** Runtime settings (config, retry or ban policy) changed in the shared store. */
+  /** Runtime settings (config, retry or ban policy, inspected hosts) changed in the shared store. */
   | { readonly type: 'settings' }
   /** This instance's traffic figures, and the proxies whose shared counters it just moved. */
   | { readonly type: 'stats'; readonly snapshot: InstanceStats; readonly ids: readonly string[] };

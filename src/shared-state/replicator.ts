@@ -23,7 +23,7 @@ export interface ReplicatorDeps {
   readonly breakers: BreakerRegistry;
   readonly sessions: SessionTable;
   readonly cooldowns: CooldownTable;
-  /** Re-reads config, retry and ban policy from the shared store. */
+  /** Re-reads config, retry and ban policy and the inspected hosts from the shared store. */
   readonly reloadSettings: () => Promise<void>;
   readonly onStats: (notice: Extract<Notice, { type: 'stats' }>, from: string) => void;
   readonly persistBreaker: (id: string, to: 'open' | 'closed', at: number, failures: number) => void;
