@@ -13,6 +13,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { responseGone } from '../lib/abort.ts';
+import { forwardedHeaders } from '../upstream/forwarded-headers.ts';
 import type { StreamedRequest } from '../upstream/stream.ts';
 import { refusal } from './answers.ts';
 import { admit, endToEnd, type HttpDoorDeps, writeRefusal } from './http-door.ts';
@@ -70,8 +71,9 @@ export async function forwardRequest(
     origin: to.origin,
     path: to.path,
     method: req.method ?? 'GET',
-    // Host follows the target URL; Expect is answered by Node's server itself (100-continue).
-    headers: endToEnd(req.headers, ['host', 'expect']),
+    // The client's names, order and case; Host's value follows the target URL; Expect is answered by
+    // Node's server itself (100-continue).
+    headers: forwardedHeaders(req.rawHeaders),
     body: hasBody(req) ? req : null,
     onBodyBytes: (n: number) => {
       up += n;

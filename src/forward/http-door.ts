@@ -109,8 +109,9 @@ function connectionListed(headers: IncomingHttpHeaders): string[] | null {
 
 /**
  * `headers` without hop-by-hop ones, those named in Connection, X-Rota-* (the client's parameters one way,
- * a target's or upstream proxy's imitation of Rota's answers the other), and `drop`. Called twice per proxied
- * request (request and answer headers): no Set or entry arrays built per call (a profile of the
+ * a target's or upstream proxy's imitation of Rota's answers the other), and `drop`. Called on the
+ * answer's headers of every proxied request (the request's go on as the client wrote them:
+ * upstream/forwarded-headers.ts): no Set or entry arrays built per call (a profile of the
  * absolute-URI path had the earlier version at ~2 µs per request); `drop` and Connection's list are a
  * handful of names, for which includes() is the cheapest lookup.
  */

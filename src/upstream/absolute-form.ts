@@ -109,26 +109,41 @@ class GuardedHandler implements Dispatcher.DispatchHandler {
   }
 }
 
-type HeaderMap = Record<string, string | string[]>;
+/** Host or Proxy-Authorization, in any case: the dispatcher writes its own. */
+function replaced(name: string): boolean {
+  const n = name.length;
+  if (n !== 4 && n !== 19) return false;
+  const lower = name.toLowerCase();
+  return lower === 'host' || lower === 'proxy-authorization';
+}
 
-/** Any header shape undici accepts, as a plain object with lower-case names. */
-function headerMap(headers: Dispatcher.DispatchOptions['headers']): HeaderMap {
-  const out: HeaderMap = {};
-  const put = (k: unknown, v: unknown) => {
-    if (v === undefined || v === null) return;
-    out[String(k).toLowerCase()] = Array.isArray(v) ? v.map(String) : String(v);
-  };
-  if (headers == null) return out;
+/**
+ * The request's headers as name/value pairs in their order and spelling (undici writes them so), after
+ * the target's Host (head-order.ts moves it to the client's Host slot) and before the proxy's own
+ * credentials. An array from the doors (forwarded-headers.ts); other shapes are read in their order.
+ */
+function headerList(headers: Dispatcher.DispatchOptions['headers'], host: string, auth: string | null) {
+  const out: string[] = ['host', host];
   if (Array.isArray(headers)) {
-    for (let i = 0; i + 1 < headers.length; i += 2) put(headers[i], headers[i + 1]);
-  } else if (Symbol.iterator in headers) {
-    for (const [k, v] of headers) put(k, v);
-  } else {
-    // A plain object (the listener's and POST request's case): no entry arrays.
+    // The doors' case, on every request of the listener: no closure, no entry arrays.
+    for (let i = 0; i + 1 < headers.length; i += 2) {
+      const name = headers[i] as string;
+      if (!replaced(name)) out.push(name, headers[i + 1] as string);
+    }
+  } else if (headers != null && Symbol.iterator in headers) {
+    for (const [k, v] of headers) put(out, k, v);
+  } else if (headers != null) {
     const plain = headers as Record<string, unknown>;
-    for (const k in plain) put(k, plain[k]);
+    for (const k in plain) put(out, k, plain[k]);
   }
+  if (auth !== null) out.push('proxy-authorization', auth);
   return out;
+}
+
+function put(out: string[], name: string, v: unknown): void {
+  if (v === undefined || v === null || replaced(name)) return;
+  if (!Array.isArray(v)) out.push(name, String(v));
+  else for (const one of v) out.push(name, String(one));
 }
 
 /**
@@ -158,10 +173,7 @@ export class HttpProxyDispatcher implements ProxyDispatcher {
       this.#tunnels ??= this.#makeTunnels();
       return this.#tunnels.dispatch(opts, handler);
     }
-    const headers = headerMap(opts.headers);
-    headers.host = origin.hostPort;
-    if (this.#auth === null) delete headers['proxy-authorization'];
-    else headers['proxy-authorization'] = this.#auth;
+    const headers = headerList(opts.headers, origin.hostPort, this.#auth);
     const path = `${origin.text}${opts.path}`;
     return this.#forward.dispatch({ ...opts, path, headers }, new GuardedHandler(handler));
   }

@@ -6,6 +6,7 @@ import type { CallerSignal } from '../lib/abort.ts';
 import { type Agent, newAgent, newPool, type Pool } from '../runtime/undici-agent.ts';
 import { classifyTargetTlsError, dialTimeout } from './classify.ts';
 import type { DirectReads } from './direct-reads.ts';
+import { placeHeads } from './head-order.ts';
 import { UpstreamError, type UpstreamTlsOptions } from './types.ts';
 
 /**
@@ -254,6 +255,8 @@ export function toConnector(
     dial(targetOf(opts)).then(
       (socket) => {
         markReuse(socket);
+        // Host and Connection where the client had them (head-order.ts), on every request of this socket.
+        placeHeads(socket);
         callback(null, socket);
       },
       (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), null),

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { type AttemptPhase, classifySendError } from './classify.ts';
+import { forwardedHeaders, objectPairs } from './forwarded-headers.ts';
 import type { ProxyDispatcher } from './proxy-dispatcher.ts';
 import { UpstreamError, type UpstreamRequest, type UpstreamResponse } from './types.ts';
 
@@ -22,26 +23,14 @@ export const HOP_BY_HOP: readonly string[] = [
   'upgrade',
 ];
 
-/** Never forwarded: hop-by-hop, proxy credentials, and what undici computes itself. */
-const DROPPED = new Set([
-  ...HOP_BY_HOP,
-  'host', // the target URL decides Host; a caller-chosen Host would reach other virtual hosts
-  'content-length', // undici sets it from the body
-  'expect', // undici refuses it
-]);
-
-export function outboundHeaders(headers: Record<string, string>): Record<string, string> {
-  const listed = new Set<string>();
-  for (const [k, v] of Object.entries(headers)) {
-    if (k.toLowerCase() !== 'connection') continue;
-    for (const name of v.split(',')) listed.add(name.trim().toLowerCase());
-  }
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) {
-    const name = k.toLowerCase();
-    if (!DROPPED.has(name) && !listed.has(name)) out[name] = v;
-  }
-  return out;
+/**
+ * The caller's headers in its order and spelling (forwarded-headers.ts), without hop-by-hop ones,
+ * Proxy-*, X-Rota-*, Expect (undici refuses it) and Content-Length (undici sets it from the body). Host
+ * keeps its place but not its value: the target URL decides it (a caller-chosen Host would reach other
+ * virtual hosts).
+ */
+export function outboundHeaders(headers: Readonly<Record<string, string>>): string[] {
+  return forwardedHeaders(objectPairs(headers), { dropContentLength: true });
 }
 
 /**

@@ -24,8 +24,11 @@ export interface StreamedRequest {
   /** Path and query, sent as given. */
   readonly path: string;
   readonly method: string;
-  /** Already free of hop-by-hop and proxy headers (the listener filters them). */
-  readonly headers: Record<string, string | string[]>;
+  /**
+   * Name/value pairs in the client's order and spelling, already free of hop-by-hop and proxy headers,
+   * Host and Connection as slots (forwarded-headers.ts): undici writes them as given.
+   */
+  readonly headers: string[];
   /** The client's request body, read only when the proxy connection takes it; null: none. */
   readonly body: Readable | null;
   /** Told the size of each body chunk as it leaves (metrics). */
