@@ -32,6 +32,7 @@ import { createSharedState, type SharedState } from './shared-state/shared.ts';
 import { createSourceManager, type SourceManager } from './sources/manager.ts'; // proxy sources
 import { AllowList } from './ssrf/allow.ts';
 import { SsrfGuard } from './ssrf/guard.ts';
+import { MemoryStore } from './store/memory.ts';
 import { openStore } from './store/open.ts';
 import type { ProxyStore } from './store/types.ts';
 import { DispatcherCache } from './upstream/dispatchers.ts';
@@ -232,6 +233,8 @@ export async function createServices(
   const rateCounter = shared.counter;
   const audit = new AuditLog(logger, config.auditLog);
   const connections = createConnections(config, logger, prom.registry);
+  // The CA is kept in the store only when the store outlives the process (inspect/authority.ts).
+  const inspection = createInspection(config, store instanceof MemoryStore ? null : store, logger);
   const listeners = new Listeners({
     config,
     logger,
@@ -242,6 +245,7 @@ export async function createServices(
     prelude,
     dispatchers,
     connections: connections.guard,
+    inspection: { leaves: inspection.leaves, settings: inspectionSettings },
   });
   const services: Services = {
     config,
@@ -273,7 +277,7 @@ export async function createServices(
     clientIp: new ClientIpResolver(config.trustedProxies, config.clientIpHeader),
     rateCounter,
     shared,
-    inspection: createInspection(config, store, logger),
+    inspection,
     inspectionSettings,
     startedAt: clock.now(),
     ready: false,

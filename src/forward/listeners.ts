@@ -12,11 +12,12 @@ import type { ConnectionGuard } from '../net/connection-guard.ts';
 import type { Executor } from '../outbound/executor.ts';
 import type { CallPrelude } from '../outbound/prelude.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
-import { refusal } from './answers.ts';
+import { type Refusal, refusal, refusalOf } from './answers.ts';
 import { ForwardGateway } from './gateway.ts';
 import { type HttpDoorDeps, rawRefusal } from './http-door.ts';
 import { createHttpListener } from './http-listener.ts';
 import { IdleSweeper } from './idle-sweep.ts';
+import { createInspectServer, type InspectDoorDeps, type InspectHook, type LeafSource } from './inspect.ts';
 import { ListenerAuth } from './listener-auth.ts';
 import { ForwardMetrics, type ListenerName, type ListenerTotals } from './metrics.ts';
 import { createSocks5Listener } from './socks5-server.ts';
@@ -49,6 +50,11 @@ export interface ListenersDeps {
   readonly dispatchers: DispatcherCache;
   /** Connection caps shared with the API: a refused connection never reaches a listener. */
   readonly connections: ConnectionGuard;
+  /** HTTPS inspection: leaf certificates (inspect/leaves.ts) and which hosts (inspect/settings.ts). */
+  readonly inspection?: {
+    readonly leaves: LeafSource & { readonly size: number };
+    readonly settings: { decide(host: string, ask: 'on' | 'off' | undefined): boolean };
+  };
 }
 
 /** What a connection past the caps gets on the HTTP listener (SOCKS5: closed at once). */
@@ -79,7 +85,37 @@ export class Listeners {
       dispatchers: services.dispatchers,
     });
     const idle = new IdleSweeper(config.tunnelIdleTimeoutS * 1000);
-    this.#deps = { gateway, auth, metrics: this.metrics, idle, sockets: this.#sockets };
+    const base = { gateway, auth, metrics: this.metrics, idle, sockets: this.#sockets };
+    this.#deps = { ...base, inspect: this.#inspectHook(base) };
+  }
+
+  /** The hook both doors ask before a tunnel (forward/inspect.ts); none without inspection wired. */
+  #inspectHook(base: HttpDoorDeps): InspectHook | undefined {
+    const { inspection, prelude, logger } = this.#services;
+    if (inspection === undefined) return undefined;
+    const { leaves, settings } = inspection;
+    this.metrics.contexts = () => leaves.size;
+    const warned = new Set<string>();
+    const door: InspectDoorDeps = {
+      ...base,
+      leaves,
+      onClientRefused: (host, err) => {
+        if (warned.has(host) || warned.size >= 1_000) return;
+        warned.add(host);
+        logger.warn(
+          { host, reason: err.message },
+          "inspection: a client refused Rota's certificate for this host: install the CA " +
+            '(GET /api/v1/inspection/ca.pem) in the client, or add the host to passthrough',
+        );
+      },
+    };
+    const server = createInspectServer(door, (err) => logger.error({ err }, 'inspected request failed'));
+    const forbidden = (origin: URL): Refusal | null | Promise<Refusal | null> => {
+      const v = prelude.forbidden(origin);
+      if (v instanceof Promise) return v.then((e) => (e === null ? null : refusalOf(e)));
+      return v === null ? null : refusalOf(v);
+    };
+    return { decide: (host, ask) => settings.decide(host, ask), forbidden, server, door };
   }
 
   /** Starts the listeners whose port is not 0, on ROTA_HOST. */

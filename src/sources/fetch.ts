@@ -9,8 +9,8 @@ import { lookup } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import { RotaError } from '../errors/rota-error.ts';
-import type { SsrfGuard } from '../ssrf/guard.ts';
 import { type Agent, newAgent } from '../runtime/undici-agent.ts';
+import type { SsrfGuard } from '../ssrf/guard.ts';
 
 export interface FetchLimits {
   readonly maxBytes: number;
