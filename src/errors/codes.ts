@@ -96,6 +96,7 @@ export const ERRORS = {
     message: 'The request did not complete within its timeout',
   },
   REQUEST_FAILED: { status: 502, socks: FAIL, message: 'The request failed' },
+  TARGET_CERT_INVALID: { status: 502, socks: FAIL, message: "The target's certificate is not valid" },
 
   // Proxy sources.
   SOURCE_FETCH_FAILED: { status: 502, socks: FAIL, message: 'The proxy source could not be fetched' },

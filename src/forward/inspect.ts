@@ -61,6 +61,10 @@ const TLS_HANDSHAKE = 0x16;
 interface Inspected {
   readonly origin: URL;
   readonly params: ProxyParams;
+  /** Requests of this connection whose answer is not done yet. */
+  inFlight: number;
+  /** The client ended its side: close once the answers in flight are done. */
+  ended: boolean;
 }
 const INSPECTED = Symbol('rota.inspected');
 type InspectedSocket = tls.TLSSocket & { [INSPECTED]?: Inspected };
@@ -102,6 +106,11 @@ async function handleInspected(
     writeRefusal(res, refusal('INVALID_PROXY_PARAMS', `Invalid proxy parameters: ${merged.reason}`));
     return;
   }
+  t.inFlight++;
+  res.once('close', () => {
+    t.inFlight--;
+    if (t.ended && t.inFlight === 0) req.socket.destroy();
+  });
   await forwardRequest(d, req, res, { origin: t.origin, path }, merged.params, 'inspect');
 }
 
@@ -143,6 +152,8 @@ export function inspectTunnel(
     go(chunk);
   });
   socket.once('close', () => clearTimeout(timer));
+  // The SOCKS5 door paused the socket while it dialled nothing: the client's first bytes are awaited now.
+  socket.resume();
 }
 
 async function terminateTls(
@@ -173,7 +184,14 @@ async function terminateTls(
           ),
   });
   const origin = new URL(`https://${authority(target.hostname, target.port)}`);
-  secure[INSPECTED] = { origin, params };
+  const state: Inspected = { origin, params, inFlight: 0, ended: false };
+  secure[INSPECTED] = state;
+  // The client is done (close_notify, FIN): node:http would wait half-open for ever on a TLS socket
+  // (no 'finish' after its end()); close once the answers in flight are written.
+  secure.once('end', () => {
+    state.ended = true;
+    if (state.inFlight === 0) secure.destroy();
+  });
   let handshaken = false;
   secure.once('secure', () => {
     handshaken = true;

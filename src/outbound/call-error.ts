@@ -36,7 +36,9 @@ export function callError(
         details: { ...details, reason: 'rebinding' },
       });
     case 'target_tls':
-      return new RotaError('REQUEST_FAILED', 'TLS with the target failed', { details });
+      return certificateRefused(last)
+        ? new RotaError('TARGET_CERT_INVALID', "The target's certificate is not valid", { details })
+        : new RotaError('REQUEST_FAILED', 'TLS with the target failed', { details });
     case 'target_refused':
       return new RotaError('PROXY_FAILOVER_EXHAUSTED', 'Every proxy tried refused this target', { details });
     case 'local':
@@ -84,4 +86,12 @@ export function poolEmptyError(
     headers: { 'retry-after': String(seconds) },
     details: { retry_after_s: seconds },
   });
+}
+
+/** TLS errors that say the target's certificate was not trusted or not its name's. */
+const CERT_REFUSED = /^(CERT_|DEPTH_ZERO_|SELF_SIGNED_|UNABLE_TO_(GET|VERIFY)|ERR_TLS_CERT_ALTNAME)/;
+
+function certificateRefused(err: UpstreamError): boolean {
+  const code = (err.cause as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && CERT_REFUSED.test(code);
 }
