@@ -1,4 +1,5 @@
 import type { Duplex } from 'node:stream';
+import type tls from 'node:tls';
 import { banHost } from '../bans/judge.ts';
 import { RotaError } from '../errors/rota-error.ts';
 import type { CallerSignal } from '../lib/abort.ts';
@@ -56,6 +57,11 @@ export class ForwardGateway {
     return this.#run(
       this.#d.prelude.prepare({ target: origin, work, host, port, sessionId, onlyCountry: country, signal }),
     );
+  }
+
+  /** TLS with the target over a tunnel from tunnel(), verified as the engine verifies every target. */
+  targetTls(tunnel: Duplex, target: TunnelTarget): Promise<tls.TLSSocket> {
+    return this.#d.dispatchers.targetTls(tunnel, target);
   }
 
   request(

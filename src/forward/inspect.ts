@@ -27,6 +27,7 @@ import { forwardRequest } from './absolute.ts';
 import { type Refusal, refusal } from './answers.ts';
 import type { HttpDoorDeps } from './http-door.ts';
 import { writeRefusal } from './http-door.ts';
+import { relayUpgrade } from './inspect-upgrade.ts';
 import { mergeHeaders, type ProxyParams } from './params.ts';
 import { splice } from './splice.ts';
 
@@ -80,6 +81,13 @@ export function createInspectServer(d: InspectDoorDeps, onError: (err: unknown) 
     });
   });
   server.on('clientError', (_err: Error, socket: Duplex) => socket.destroy());
+  // An upgrade (WebSocket): relayed through a proxy picked for it (inspect-upgrade.ts).
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    relayUpgrade(d, req, socket, head, (socket as InspectedSocket)[INSPECTED]).catch((err: unknown) => {
+      onError(err);
+      socket.destroy();
+    });
+  });
   return server;
 }
 

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import type net from 'node:net';
+import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type tls from 'node:tls';
 import type { ProxyRecord } from '../pool/types.ts';
-import type { DialerOptions } from './dial.ts';
+import { type DialerOptions, targetTls } from './dial.ts';
 import { createHttpProxyDispatcher } from './http-proxy.ts';
 import type { ProxyDispatcher } from './proxy-dispatcher.ts';
 import { createSocksDispatcher } from './socks.ts';
@@ -92,6 +94,15 @@ export class DispatcherCache {
   /** A raw tunnel to `target` through the proxy of `record` (the listeners' CONNECT and SOCKS5). */
   tunnel(record: ProxyRecord, target: TunnelTarget, limits: TunnelLimits): Promise<net.Socket> {
     return openTunnel(record, target, this.#dialer, limits);
+  }
+
+  /**
+   * TLS with an https target over a tunnel from tunnel(): the trust (`tls`) and the connect budget of
+   * every request the engine sends (an upgrade inside an inspected connection: forward/inspect-upgrade.ts).
+   */
+  targetTls(tunnel: Duplex, target: TunnelTarget): Promise<tls.TLSSocket> {
+    const address = { protocol: 'https:' as const, hostname: target.hostname, port: target.port };
+    return targetTls(tunnel, address, this.#dialer.tls, this.#dialer.connectTimeoutMs);
   }
 
   /** Called when a proxy is deleted: idle sockets close now, in-flight requests get a short grace. */
