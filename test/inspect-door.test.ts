@@ -135,6 +135,15 @@ describe('inspected HTTPS', () => {
       `CONNECTs per proxy: ${connects}`,
     );
     assert.equal(t.services.listeners.metrics.totals.inspect.succeeded >= 10, true);
+    const res = await t.app.inject({ method: 'GET', url: '/api/v1/listeners' });
+    const body = res.json() as {
+      listeners: { name: string; totals: Record<string, { succeeded: number }> }[];
+      inspection: { hosts: string[]; cached_contexts: number; handshakes: { ok: number } };
+    };
+    assert.deepEqual(body.inspection.hosts, ['127.0.0.1']);
+    assert.equal(body.inspection.cached_contexts, 1);
+    assert.ok(body.inspection.handshakes.ok >= 1);
+    assert.ok((body.listeners[0]?.totals.inspect?.succeeded ?? 0) >= 10);
   });
 
   test('a ban inside HTTPS is seen, the pair cools down, and the request is retried on the other proxy', async () => {

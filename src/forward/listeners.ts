@@ -137,7 +137,11 @@ export class Listeners {
     const t = this.metrics.totals;
     const tunnels = (...names: ListenerName[]) => names.reduce((n, l) => n + t[l].openTunnels, 0);
     return [
-      describe('http', this.#http, tunnels('connect'), { http: t.http, connect: t.connect }),
+      describe('http', this.#http, tunnels('connect', 'inspect'), {
+        http: t.http,
+        connect: t.connect,
+        inspect: t.inspect,
+      }),
       describe('socks5', this.#socks, tunnels('socks5'), { socks5: t.socks5 }),
     ];
   }

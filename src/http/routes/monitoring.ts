@@ -50,9 +50,27 @@ const ListenersSchema = Type.Object({
       port: Nullable(Type.Integer()),
       open_tunnels: Type.Integer(),
       totals: Type.Record(Type.String(), Totals, {
-        description: 'Per path: http (absolute-URI) and connect for the HTTP listener, socks5 for SOCKS5',
+        description:
+          'Per path: http (absolute-URI), connect and inspect (requests inside inspected HTTPS connections) ' +
+          'for the HTTP listener, socks5 for SOCKS5',
       }),
     }),
+  ),
+  inspection: Type.Object(
+    {
+      hosts: Type.Array(Type.String(), { description: 'Host patterns inspected (PUT /api/v1/inspection)' }),
+      passthrough: Type.Array(Type.String(), { description: 'Host patterns never inspected' }),
+      ca_origin: Nullable(
+        Type.Enum(['operator', 'store', 'memory'], { description: 'null until first needed' }),
+      ),
+      cached_contexts: Type.Integer({ description: 'Leaf certificates kept (ROTA_INSPECT_CACHE at most)' }),
+      handshakes: Type.Object({
+        ok: Type.Integer(),
+        client_refused: Type.Integer({ description: "The client did not trust Rota's CA" }),
+        not_tls: Type.Integer({ description: 'Not TLS after the CONNECT: sent on through a plain tunnel' }),
+      }),
+    },
+    { description: 'HTTPS inspection: its settings and what it did' },
   ),
 });
 
@@ -112,7 +130,17 @@ export function monitoringRoutes(services: Services, lastRotation: () => number 
           response: { 200: ListenersSchema, ...errorResponses() },
         },
       },
-      async () => ({ listeners: services.listeners.info() }),
+      async () => {
+        const { hosts, passthrough } = services.inspectionSettings.get();
+        const inspection = {
+          hosts,
+          passthrough,
+          ca_origin: services.inspection.authority.origin,
+          cached_contexts: services.inspection.leaves.size,
+          handshakes: services.listeners.metrics.handshakes,
+        };
+        return { listeners: services.listeners.info(), inspection };
+      },
     );
 
     app.get(
