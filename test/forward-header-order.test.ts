@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, test } from 'node:test';
+import tls from 'node:tls';
 import { testTls } from './fixtures/certs.ts';
 import { type HeadTarget, startHeadTarget, startRelayProxy } from './fixtures/raw-heads.ts';
 import type { Fixture } from './fixtures/server.ts';
@@ -167,5 +168,42 @@ test('POST /api/v1/request: the JSON headers in their order and case; Host keeps
         `${up.name} ${url('/')}`,
       );
     }
+  }
+});
+
+test('inspected HTTPS door: names, order and case as the client sent them inside the TLS connection', async () => {
+  const ca = await t.services.inspection.authority.caPem();
+  for (const up of UPSTREAMS) {
+    const authority = `127.0.0.1:${secure.port}`;
+    const socket = net.connect({ host: '127.0.0.1', port: t.httpPort });
+    socket.write(
+      `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n` +
+        `Proxy-Authorization: Basic ${Buffer.from('scraper-inspect-on:').toString('base64')}\r\n\r\n`,
+    );
+    const head = await readAll(socket, (s) => s.includes('\r\n\r\n'));
+    assert.match(head, /^HTTP\/1\.1 200 /);
+    socket.removeAllListeners('data');
+    const tlsSocket = tls.connect({ socket, ca, host: '127.0.0.1' });
+    await new Promise((resolve, reject) => {
+      tlsSocket.once('secureConnect', resolve);
+      tlsSocket.once('error', reject);
+    });
+    const sent = [
+      'x-CUSTOM: a',
+      'Accept-Language: b',
+      `Host: ${authority}`,
+      `X-Rota-Country: ${up.country}`,
+      'user-Agent: c',
+    ];
+    const before = secure.heads.length;
+    tlsSocket.write(`GET /i HTTP/1.1\r\n${sent.map((l) => `${l}\r\n`).join('')}\r\n`);
+    const answer = await readAll(tlsSocket as unknown as net.Socket, complete);
+    tlsSocket.destroy();
+    assert.match(answer, /^HTTP\/1\.1 200 /, `${up.name}: ${answer}`);
+    assert.deepEqual(
+      lines(secure.heads[before]),
+      ['x-CUSTOM: a', 'Accept-Language: b', `Host: ${authority}`, 'user-Agent: c'],
+      up.name,
+    );
   }
 });
