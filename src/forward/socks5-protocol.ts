@@ -2,9 +2,11 @@
 // functions over bytes. The framing is what a hostile client pokes at, so it lives apart from the
 // sockets: every parser is total (never throws), incremental (a partial message asks for more bytes),
 // and only ever decides on bytes it has seen, so a prefix of a good message is never judged bad.
+
 import { isUtf8 } from 'node:buffer';
 import { isIPv4, isIPv6 } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { SOCKS5_REPLY } from '../errors/codes.ts';
 
 export type Parsed<T> =
   | { readonly type: 'more' }
@@ -35,17 +37,8 @@ export const METHOD = { NO_AUTH: 0x00, USER_PASS: 0x02, NONE_ACCEPTABLE: 0xff } 
 
 export const COMMAND = { CONNECT: 1, BIND: 2, UDP_ASSOCIATE: 3 } as const;
 
-export const REPLY = {
-  SUCCEEDED: 0x00,
-  GENERAL_FAILURE: 0x01,
-  NOT_ALLOWED: 0x02,
-  NETWORK_UNREACHABLE: 0x03,
-  HOST_UNREACHABLE: 0x04,
-  CONNECTION_REFUSED: 0x05,
-  TTL_EXPIRED: 0x06,
-  COMMAND_NOT_SUPPORTED: 0x07,
-  ADDRESS_TYPE_NOT_SUPPORTED: 0x08,
-} as const;
+/** The replies (RFC 1928 section 6): the one table of the error registry. */
+export const REPLY = SOCKS5_REPLY;
 
 const SOCKS_VERSION = 0x05;
 const USER_PASS_VERSION = 0x01;

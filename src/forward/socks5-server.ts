@@ -212,12 +212,17 @@ class Socks5Connection {
       socket.end(reply(blocked.socksReply));
       return;
     }
+    inspectTunnel(inspect.door, inspect.server, socket, target, params, this.#succeeded());
+  }
+
+  /** The success reply: the tunnel is the client's from now on. Returns what it sent ahead of it. */
+  #succeeded(): Buffer {
     this.#d.metrics.answered('socks5', null);
-    socket.setTimeout(0);
-    socket.write(reply(REPLY.SUCCEEDED));
+    this.#socket.setTimeout(0);
+    this.#socket.write(reply(REPLY.SUCCEEDED));
     const early = this.#buf;
     this.#buf = Buffer.alloc(0);
-    inspectTunnel(inspect.door, inspect.server, socket, target, params, early);
+    return early;
   }
 
   #open(upstream: Duplex): void {
@@ -226,11 +231,7 @@ class Socks5Connection {
       upstream.destroy();
       return;
     }
-    this.#d.metrics.answered('socks5', null);
-    socket.setTimeout(0);
-    socket.write(reply(REPLY.SUCCEEDED));
-    const early = this.#buf;
-    this.#buf = Buffer.alloc(0);
+    const early = this.#succeeded();
     if (early.length > 0) upstream.write(early);
     this.#d.metrics.tunnelOpened('socks5');
     splice(socket, upstream, this.#d.idle, (r) => {
