@@ -16,7 +16,6 @@ import { copyFile, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Plugin } from 'esbuild';
 import { lazyHttp2Plugin } from '../src/runtime/lazy-http2.ts';
 import { trickOn } from '../src/runtime/tricks.ts';
 

@@ -148,11 +148,17 @@ export function inspectTunnel(
   head: Buffer,
 ): void {
   const go = (first: Buffer) => {
-    if (first[0] !== TLS_HANDSHAKE) return void plainTunnel(d, socket, target, params, first);
+    if (first[0] !== TLS_HANDSHAKE) {
+      void plainTunnel(d, socket, target, params, first);
+      return;
+    }
     socket.unshift(first);
     void terminateTls(d, inner, socket, target, params);
   };
-  if (head.length > 0) return go(head);
+  if (head.length > 0) {
+    go(head);
+    return;
+  }
   const timer = setTimeout(() => socket.destroy(), FIRST_BYTES_MS);
   socket.once('data', (chunk: Buffer) => {
     clearTimeout(timer);
