@@ -63,6 +63,15 @@ if ! "$st_venv/bin/schemathesis" --version 2>/dev/null | grep -q "$ST_VERSION"; 
   { python3 -m venv "$st_venv" && "$st_venv/bin/pip" install -q "schemathesis==$ST_VERSION"; } >/dev/null 2>&1 ||
     echo "system-deps: could not install schemathesis $ST_VERSION" >&2
 fi
+# Scrapy (PyPI), a real crawler for the HTTPS inspection tests (test/inspect-clients.test.ts), in a virtual
+# environment of its own under .tools/.
+SCRAPY_VERSION=2.19.0
+scrapy_venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.tools/scrapy-venv"
+if ! "$scrapy_venv/bin/scrapy" version 2>/dev/null | grep -q "$SCRAPY_VERSION"; then
+  echo "system-deps: installing Scrapy $SCRAPY_VERSION into .tools/scrapy-venv" >&2
+  { python3 -m venv "$scrapy_venv" && "$scrapy_venv/bin/pip" install -q "scrapy==$SCRAPY_VERSION"; } >/dev/null 2>&1 ||
+    echo "system-deps: could not install Scrapy $SCRAPY_VERSION" >&2
+fi
 # Nothing is stopped here: the tests start their own servers on free loopback ports and stop only those,
 # and no daemon was started by the installs above.
 exit 0

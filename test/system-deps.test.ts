@@ -24,6 +24,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const SCRIPT = join(import.meta.dirname, '..', 'scripts', 'system-deps.sh');
 const ST_VERSION = /^ST_VERSION=(\S+)$/m.exec(readFileSync(SCRIPT, 'utf8'))?.[1] ?? '';
+const SCRAPY_VERSION = /^SCRAPY_VERSION=(\S+)$/m.exec(readFileSync(SCRIPT, 'utf8'))?.[1] ?? '';
 
 const made: string[] = [];
 after(() => {
@@ -67,6 +68,7 @@ function world(
   mkdirSync(join(root, 'usr', 'sbin'), { recursive: true });
   for (const f of ROOT_TOOLS) if (!missing.includes(f)) executable(join(root, f), 'exit 0');
   executable(join(dir, '.tools', 'st-venv', 'bin', 'schemathesis'), `echo "schemathesis ${ST_VERSION}"`);
+  executable(join(dir, '.tools', 'scrapy-venv', 'bin', 'scrapy'), `echo "Scrapy ${SCRAPY_VERSION}"`);
   for (const tool of ['tinyproxy', 'promtool', 'chromium']) executable(join(bin, tool), 'exit 0');
   executable(join(bin, 'service'), `echo "service $*" >>"${log}"`);
   executable(join(bin, 'systemctl'), `echo "systemctl $*" >>"${log}"`);

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 const CURL = '/usr/bin/curl';
 const PYTHON = '/usr/bin/python3';
 
-function requireFile(path: string, what: string): void {
+export function requireFile(path: string, what: string): void {
   if (!existsSync(path)) throw new Error(`${path} is missing: ${what} (scripts/system-deps.sh installs it)`);
 }
 
@@ -22,13 +22,13 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => !/_proxy$/i.test(k)));
 }
 
-interface Ran {
+export interface Ran {
   readonly code: number;
   readonly stdout: string;
   readonly stderr: string;
 }
 
-function run(cmd: string, args: readonly string[], input = '', timeoutMs = 30_000): Promise<Ran> {
+export function run(cmd: string, args: readonly string[], input = '', timeoutMs = 30_000): Promise<Ran> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
@@ -204,4 +204,60 @@ export function assertCurlOk(r: CurlResult, what: string): void {
 /** X-Rota-Proxy-Id of the first answer: the response to an absolute URI, or the answer to CONNECT. */
 export function proxyIdOf(r: CurlResult): string | undefined {
   return r.blocks[0]?.headers['x-rota-proxy-id'];
+}
+
+export interface PySessionAnswer {
+  readonly status: number;
+  /** Lower-case names. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** Hex SHA-256 of the body as received, and its length in bytes. */
+  readonly sha256: string;
+  readonly length: number;
+  readonly error: string | null;
+}
+
+// One requests.Session for every URL: its connection pool keeps one (tunnelled) connection per host.
+const PY_SESSION_SCRIPT = `
+import hashlib, json, sys, warnings
+import requests
+warnings.filterwarnings('ignore')
+a = json.load(sys.stdin)
+s = requests.Session()
+s.trust_env = False
+s.proxies = {'http': a['proxy'], 'https': a['proxy']}
+s.verify = a['verify']
+s.headers.update(a['headers'])
+out = []
+for url in a['urls']:
+    try:
+        r = s.get(url, timeout=a['timeout'])
+        out.append({'status': r.status_code, 'headers': {k.lower(): v for k, v in r.headers.items()},
+                    'sha256': hashlib.sha256(r.content).hexdigest(), 'length': len(r.content), 'error': None})
+    except Exception as e:
+        out.append({'status': 0, 'headers': {}, 'sha256': '', 'length': 0, 'error': type(e).__name__ + ': ' + str(e)})
+s.close()
+json.dump(out, sys.stdout)
+`;
+
+/** `requests.Session()` fetching every URL in turn through `opts.proxy`, with `headers` on each request. */
+export async function pythonSession(
+  urls: readonly string[],
+  opts: PyOptions & { readonly headers?: Readonly<Record<string, string>> },
+): Promise<PySessionAnswer[]> {
+  requireFile(PYTHON, "install Debian's python3 and python3-requests");
+  const dir = await mkdtemp(join(tmpdir(), 'rota-py-'));
+  try {
+    let verify: string | false = false;
+    if (opts.ca) {
+      verify = join(dir, 'ca.pem');
+      await writeFile(verify, opts.ca);
+    }
+    const timeout = opts.timeoutS ?? 20;
+    const input = JSON.stringify({ urls, proxy: opts.proxy, verify, timeout, headers: opts.headers ?? {} });
+    const r = await run(PYTHON, ['-c', PY_SESSION_SCRIPT], input, (timeout * urls.length + 10) * 1000);
+    if (r.code !== 0) throw new Error(`python3 failed (${r.code}): ${r.stderr}`);
+    return JSON.parse(r.stdout) as PySessionAnswer[];
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
