@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { type TlsMaterial, testTls } from './fixtures/certs.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startWsSite, type WsSite } from './fixtures/ws-site.ts';
-import { addUpstream, type ListeningApp, listeningApp } from './helpers/forward.ts';
+import { addUpstream, type ListeningApp, listeningApp, waitFor } from './helpers/forward.ts';
 import { wsEcho } from './helpers/ws-client.ts';
 
 /*
@@ -57,6 +57,9 @@ describe('WebSocket inside an inspected connection', () => {
       seen.add(id);
     }
     assert.equal(seen.size, 2, 'each upgrade is a pick of the strategy');
+    // Each client closed its connection: the relayed ones and their TLS connections are all gone.
+    const totals = t.services.listeners.metrics.totals;
+    await waitFor(() => totals.inspect.openTunnels === 0 && site.openSockets() === 0);
   });
 
   test('the upgrade request reaches the target without Proxy-* or X-Rota-* headers', async () => {

@@ -115,7 +115,7 @@ function tlsFailure(cause: unknown): UpstreamError {
 }
 
 /** The client's request line and headers as it wrote them (names' case and order), minus NOT_SENT. */
-export function requestHead(req: http.IncomingMessage): string {
+function requestHead(req: http.IncomingMessage): string {
   const lines = [`${req.method ?? 'GET'} ${req.url ?? '/'} HTTP/1.1`];
   const raw = req.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) {
@@ -126,7 +126,7 @@ export function requestHead(req: http.IncomingMessage): string {
 }
 
 /** The target's answer head with X-Rota-Proxy-Id in place of any X-Rota-* line of the target's. */
-export function answerHead(raw: string, proxyId: string): string {
+function answerHead(raw: string, proxyId: string): string {
   const [status = '', ...headers] = raw.split('\r\n');
   const kept = headers.filter((l) => l !== '' && !/^x-rota-/i.test(l));
   return `${[status, ...kept, `X-Rota-Proxy-Id: ${proxyId}`].join('\r\n')}\r\n\r\n`;
