@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type https from 'node:https';
 import net from 'node:net';
 import { close, listen } from './proc.ts';
 
@@ -39,15 +40,20 @@ function streamBody(res: http.ServerResponse, bytes: number): void {
   pump();
 }
 
-/** The HTTP server every request ends at, in the harness process, on loopback. */
-export async function startTarget(): Promise<Target> {
-  const server = http.createServer((req, res) => {
-    if (req.url?.startsWith('/stream?bytes=')) return streamBody(res, Number(req.url.slice(14)));
-    const body = req.url === '/big' ? BIG : SMALL;
-    const type = req.url === '/big' ? 'text/plain' : 'application/json';
-    res.writeHead(200, { 'content-type': type, 'content-length': body.length });
-    res.end(body);
-  });
+/** The target's routes (also served over HTTPS by the `inspect` scenario). */
+export function serve(req: http.IncomingMessage, res: http.ServerResponse) {
+  if (req.url?.startsWith('/stream?bytes=')) return streamBody(res, Number(req.url.slice(14)));
+  const body = req.url === '/big' ? BIG : SMALL;
+  const type = req.url === '/big' ? 'text/plain' : 'application/json';
+  res.writeHead(200, { 'content-type': type, 'content-length': body.length });
+  res.end(body);
+}
+
+/** The HTTP server every request ends at (or `server`, listening on `host`), in the harness process. */
+export async function startTarget(
+  server: http.Server | https.Server = http.createServer(serve),
+  host = '127.0.0.1',
+) {
   // Long keep-alive: the forward proxy's pooled connections should not be closed under our feet.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -56,8 +62,8 @@ export async function startTarget(): Promise<Target> {
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
-  const { port } = await listen(server);
-  return {
+  const { port } = await listen(server, host);
+  const target: Target = {
     port,
     jsonUrl: `http://127.0.0.1:${port}/json`,
     bigUrl: `http://127.0.0.1:${port}/big`,
@@ -66,6 +72,7 @@ export async function startTarget(): Promise<Target> {
       await close(server);
     },
   };
+  return target;
 }
 
 export interface Blackholes {

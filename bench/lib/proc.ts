@@ -177,11 +177,11 @@ export async function freePort(): Promise<number> {
   return server.port;
 }
 
-/** Listens on a free loopback port; the server with its port. */
-export async function listen<S extends net.Server>(server: S): Promise<S & { port: number }> {
+/** Listens on a free port of `host` (loopback); the server with its port. */
+export async function listen<S extends net.Server>(server: S, host = '127.0.0.1') {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
+    server.listen(0, host, resolve);
   });
   return Object.assign(server, { port: (server.address() as net.AddressInfo).port });
 }

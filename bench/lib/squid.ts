@@ -45,29 +45,34 @@ function config(dir: string, listen: readonly string[]): string {
   ].join('\n');
 }
 
-/** One squid process listening on `count` loopback ports, so that a gateway sees `count` distinct proxies. */
-export async function startSquid(workDir: string, count: number, name = 'squid'): Promise<Squid> {
+/**
+ * One squid process listening on `count` loopback ports, so that a gateway sees `count` distinct proxies;
+ * `bin` another squid build, `more` the lines before the common ones (by default the http_port lines), `init` run before it starts.
+ */
+export async function startSquid(
+  workDir: string,
+  count: number,
+  name = 'squid',
+  bin = SQUID,
+  more = (_dir: string, ports: readonly number[]) => ports.map((p) => `http_port 127.0.0.1:${p}`),
+  init = async (_dir: string) => {},
+): Promise<Squid> {
   const dir = join(workDir, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const ports = await freePorts(count);
   const conf = join(dir, 'squid.conf');
-  writeFileSync(
-    conf,
-    config(
-      dir,
-      ports.map((p) => `http_port 127.0.0.1:${p}`),
-    ),
-  );
+  writeFileSync(conf, config(dir, more(dir, ports)));
   // Run as root, squid drops to its cache_effective_user (Debian: proxy), which must own its files.
   if (process.getuid?.() === 0) {
     const id = await run('id', ['-u', 'proxy']);
     const uid = Number(id.stdout.trim());
     if (id.code === 0 && Number.isInteger(uid)) chownSync(dir, uid, uid);
   }
-  const v = await run(SQUID, ['-v']);
+  await init(dir);
+  const v = await run(bin, ['-v']);
   const version = /Version (\S+)/.exec(v.stdout)?.[1] ?? 'unknown';
-  const proc = startProcess(name, SQUID, ['-N', '-f', conf], {
+  const proc = startProcess(name, bin, ['-N', '-f', conf], {
     logPath: join(workDir, 'logs', `${name}.log`),
   });
   const listening = async () => (await Promise.all(ports.map(canConnect))).every(Boolean);

@@ -5,16 +5,21 @@
  *   node bench/lib/tunnels.ts '<job as JSON>'    (prints one line: TUNNEL_JSON {...})
  *
  * rate: `loops` concurrent loops of connect, CONNECT, one GET, close, for `durationS`;
- * bulk: one tunnel, the same large GET again and again for `durationS` (at least once).
+ * bulk: one tunnel, the same large GET again and again for `durationS` (at least once);
+ * keep: `loops` tunnels, each carrying GETs back to back for `durationS` (`done` counts the answers).
+ * With `tls`, every tunnel speaks TLS to its host (trusting only `tls.ca`, the inspecting proxy's CA),
+ * and a rate loop's tunnels go to the next of `tls.hosts` in turn (same port) when it is given.
  * Every wait is bounded: a stuck tunnel counts as a failure, never hangs the run.
  */
+import { isIP } from 'node:net';
+import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { run } from './proc.ts';
 import { withNofile } from './rota.ts';
 import { get, openTunnel, type Tunnel, WireError } from './tunnel-wire.ts';
 
 export interface TunnelJob {
-  readonly mode: 'rate' | 'bulk';
+  readonly mode: 'rate' | 'bulk' | 'keep';
   readonly proxyPort: number;
   /** host:port of the target, for CONNECT and the Host header. */
   readonly authority: string;
@@ -22,6 +27,7 @@ export interface TunnelJob {
   readonly durationS: number;
   /** rate: concurrent loops. */
   readonly loops?: number;
+  readonly tls?: { readonly ca: string; readonly hosts?: readonly string[] };
 }
 
 export interface TunnelResult {
@@ -90,6 +96,26 @@ async function expect200(t: Tunnel, job: TunnelJob, rest: Buffer): Promise<{ byt
   return { bytes: r.bodyBytes, rest: r.rest };
 }
 
+let turn = 0;
+/** A tunnel to the job's target (or the next of `tls.hosts`), with TLS inside when the job asks. */
+async function open(job: TunnelJob): Promise<Tunnel> {
+  const port = job.authority.slice(job.authority.lastIndexOf(':') + 1);
+  const hosts = job.tls?.hosts;
+  const authority = hosts ? `${hosts[turn++ % hosts.length]}:${port}` : job.authority;
+  const t = await openTunnel(job.proxyPort, authority, TIMEOUT_MS);
+  if (!job.tls) return t;
+  const host = authority.slice(0, authority.lastIndexOf(':'));
+  const o = { socket: t.socket, host, ca: job.tls.ca, servername: isIP(host) ? undefined : host };
+  const socket = tls.connect(o).on('error', () => {});
+  const ok = await new Promise<boolean>((resolve) => {
+    socket.once('secureConnect', () => resolve(true)).once('close', () => resolve(false));
+    setTimeout(() => resolve(false), TIMEOUT_MS).unref();
+  });
+  if (ok) return { socket, rest: Buffer.alloc(0) };
+  socket.destroy();
+  throw new WireError('tls', `TLS through the tunnel to ${authority} failed`);
+}
+
 async function rate(job: TunnelJob): Promise<TunnelResult> {
   const tally = new Tally();
   const end = performance.now() + job.durationS * 1000;
@@ -97,7 +123,7 @@ async function rate(job: TunnelJob): Promise<TunnelResult> {
     while (performance.now() < end) {
       const t0 = performance.now();
       try {
-        const t = await openTunnel(job.proxyPort, job.authority, TIMEOUT_MS);
+        const t = await open(job);
         await expect200(t, job, t.rest).finally(() => t.socket.destroy());
         tally.latencies.push(performance.now() - t0);
         tally.done++;
@@ -111,10 +137,9 @@ async function rate(job: TunnelJob): Promise<TunnelResult> {
   return tally.result();
 }
 
-async function bulk(job: TunnelJob): Promise<TunnelResult> {
-  const tally = new Tally();
+async function bulk(job: TunnelJob, tally = new Tally()): Promise<TunnelResult> {
   try {
-    const t = await openTunnel(job.proxyPort, job.authority, TIMEOUT_MS);
+    const t = await open(job);
     const end = performance.now() + job.durationS * 1000;
     let rest = t.rest;
     try {
@@ -133,6 +158,13 @@ async function bulk(job: TunnelJob): Promise<TunnelResult> {
   return tally.result();
 }
 
+/** `loops` tunnels at once, each as bulk's (answers counted in one tally). */
+async function keep(job: TunnelJob): Promise<TunnelResult> {
+  const tally = new Tally();
+  await Promise.all(Array.from({ length: job.loops ?? 50 }, () => bulk(job, tally)));
+  return tally.result();
+}
+
 if (import.meta.main) {
   const job = JSON.parse(process.argv[2] ?? '{}') as TunnelJob;
   const end = (code: number, out: NodeJS.WriteStream, line: string) => {
@@ -141,7 +173,7 @@ if (import.meta.main) {
   };
   const giveUp = () => end(3, process.stderr, 'tunnels: still running long after its duration; giving up');
   setTimeout(giveUp, (job.durationS + 75) * 1000).unref();
-  (job.mode === 'rate' ? rate(job) : bulk(job)).then(
+  ({ rate, bulk, keep })[job.mode](job).then(
     (r) => end(0, process.stdout, `${PREFIX}${JSON.stringify(r)}`),
     (e: unknown) => end(1, process.stderr, `tunnels: ${(e as Error).stack ?? String(e)}`),
   );
