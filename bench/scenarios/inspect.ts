@@ -25,6 +25,7 @@ const MITM = join(ROOT, 'bench', '.venv', 'mitmproxy');
 const HOSTS = Array.from({ length: 1000 }, (_, i) => `127.1.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`);
 /** Fewer leaves than hosts kept (mitmproxy keeps 100 too): each of the 1,000 hosts' connections makes one. */
 const LEAVES_KEPT = '100';
+const BUMP_CACHE = 'generate-host-certificates=on dynamic_cert_mem_cache_size=16MB';
 
 async function must(cmd: string, args: string[], opts = {}): Promise<string> {
   const r = await run(cmd, args, { timeoutMs: 900_000, ...opts });
@@ -106,17 +107,19 @@ async function squidBump(ctx: Ctx, c: Certs): Promise<Inspector> {
   const bin = await ensureSquidOpenssl(join(ctx.workDir, 'squid-openssl'));
   const certgen = join(ctx.workDir, 'squid-openssl', 'usr', 'lib', 'squid', 'security_file_certgen');
   const lines = (dir: string, ports: readonly number[]) => [
-    `http_port 127.0.0.1:${ports[0]} ssl-bump tls-cert=${c.bumpCert} tls-key=${c.bumpKey}`,
-    ' generate-host-certificates=on dynamic_cert_mem_cache_size=16MB\n',
-    `sslcrtd_program ${certgen} -s ${join(dir, 'ssl_db')} -M 16MB\nsslcrtd_children 4 startup=1 idle=1`,
-    `ssl_bump bump all\ntls_outgoing_options cafile=${c.cert}\nnever_direct allow all`,
-    `\ncache_peer 127.0.0.1 parent ${ctx.squid.ports[0]} 0 no-query no-digest default`,
+    `http_port 127.0.0.1:${ports[0]} ssl-bump tls-cert=${c.bumpCert} tls-key=${c.bumpKey} ${BUMP_CACHE}`,
+    `sslcrtd_program ${certgen} -s ${join(dir, 'ssl_db')} -M 16MB`,
+    'sslcrtd_children 4 startup=1 idle=1',
+    'ssl_bump bump all',
+    `tls_outgoing_options cafile=${c.cert}`,
+    'never_direct allow all',
+    `cache_peer 127.0.0.1 parent ${ctx.squid.ports[0]} 0 no-query no-digest default`,
   ];
   const init = async (dir: string) => {
     await must(certgen, ['-c', '-s', join(dir, 'ssl_db'), '-M', '16MB']);
     if (process.getuid?.() === 0) await must('chown', ['-R', 'proxy:proxy', dir, c.bumpKey]);
   };
-  const s = await startSquid(ctx.workDir, 1, 'squid-bump', bin, (d, p) => [lines(d, p).join('')], init);
+  const s = await startSquid(ctx.workDir, 1, 'squid-bump', bin, lines, init);
   const ca = readFileSync(c.bumpCert, 'utf8');
   return { name: 'squid ssl_bump', port: s.ports[0]!, pid: s.proc.pid, ca, stop: () => s.proc.stop() };
 }
