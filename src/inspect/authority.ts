@@ -19,7 +19,13 @@ import { RotaError } from '../errors/rota-error.ts';
 import type { ProxyStore } from '../store/types.ts';
 import { type CaFiles, readCaFiles, signingAlgorithmOf } from './ca-files.ts';
 import { keepInStore } from './ca-keep.ts';
-import { type CaOrigin, type CaSigner, makeRotaCa, type NewCa, signerFrom } from './ca-make.ts';
+import type { CaOrigin, CaSigner, NewCa } from './ca-make.ts';
+
+/** The CA maker (and @peculiar/x509 with it) is loaded on first need, not with the server (leaves.ts). */
+const caMaker = () => import('./ca-make.ts');
+const makeRotaCa = async (now: number): Promise<NewCa> => (await caMaker()).makeRotaCa(now);
+const signerFrom = async (...a: Parameters<typeof import('./ca-make.ts')['signerFrom']>): Promise<CaSigner> =>
+  (await caMaker()).signerFrom(...a);
 
 export type { CaOrigin, CaSigner } from './ca-make.ts';
 

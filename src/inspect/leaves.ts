@@ -14,7 +14,16 @@
 import type { SecureContext } from 'node:tls';
 import type { CaSigner } from './ca-make.ts';
 import { type InspectHost, inspectHost } from './hosts.ts';
-import { type Leaf, MAX_LEAF_LIFE_MS, makeLeaf } from './leaf-make.ts';
+import type { Leaf } from './leaf-make.ts';
+
+/** The longest a leaf is valid (leaf-make.ts holds leaves to it too). */
+const MAX_LEAF_LIFE_MS = 30 * 24 * 3_600_000;
+
+/**
+ * The certificate maker (and @peculiar/x509 with it, ~10 MB of heap and ~45 ms of start-up) is loaded
+ * the first time a leaf is made, not with the server: most gateways never inspect.
+ */
+const leafMaker = () => import('./leaf-make.ts');
 
 export type { Leaf } from './leaf-make.ts';
 
@@ -116,6 +125,7 @@ export class LeafCache {
     let leaf: Leaf;
     try {
       this.#made++;
+      const { makeLeaf } = await leafMaker();
       leaf = await makeLeaf(ca, host, this.#now(), this.#o.lifeMs ?? MAX_LEAF_LIFE_MS);
     } finally {
       this.#next();
