@@ -7,12 +7,10 @@
  *                                      ├──▶ squid (10 ports) ──▶ target
  *   wrk (or tunnel loops) ──▶ Rota B ──┘
  *
- * Why: on a shared 2-core machine the speed moves by tens of percent between runs of a few seconds, so two
- * builds measured one after the other cannot tell a change of a few percent (BENCHMARKS.md, "Method"). Here
- * each round reads both processes' CPU per call (user + system time from /proc over the round, divided by
- * the calls) and the ratio B/A; the median of the rounds is the answer.
- * Which load starts first moves the ratio by a few percent (seen with the same build on both sides): rounds
- * alternate it (the `first` column), and a result worth keeping is run again with A and B swapped.
+ * Why, and how it is read: BENCHMARKS.md, "Paired runs". Each round gives both processes' CPU per call
+ * (user + system from /proc over the round, divided by the calls) and the ratio B/A. Which load starts
+ * first moves the ratio by a few percent (seen with the same build on both sides): rounds alternate it
+ * (the `first` column).
  *
  *   node bench/pair.ts --b-script bench/.work/old/main.js                      # dist/ (A) against an old build
  *   node bench/pair.ts --b-flags=--max-semi-space-size=0 --mode tunnel         # one flag, CONNECT tunnels
@@ -21,9 +19,9 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startTarget } from './lib/fixtures.ts';
+import { cpuTicks, median } from './lib/measure.ts';
 import { installCleanup, stopAll } from './lib/proc.ts';
 import { ROOT, startRotaForward } from './lib/rota.ts';
-import { cpuTicks, median } from './lib/sample.ts';
 import { startSquid } from './lib/squid.ts';
 import { runTunnelLoad } from './lib/tunnels.ts';
 import { wrk } from './lib/wrk.ts';
@@ -47,18 +45,15 @@ const rounds = Number(o.rounds);
 const seconds = Number(o.seconds);
 const connections = Number(o.connections);
 
-interface Side {
-  readonly name: 'A' | 'B';
-  readonly port: number;
-  readonly pid: number;
-}
+type Side = Awaited<ReturnType<typeof startSide>>;
 
 /** User + system CPU of a process so far, ms (clock ticks of 10 ms). */
 const cpuMs = (pid: number) => (cpuTicks(pid) ?? Number.NaN) * 10;
 
+/** `K=V,K2=V2` as an environment. */
 function envOf(list: string): Record<string, string> {
-  const pairs = list.split(',').filter(Boolean);
-  return Object.fromEntries(pairs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+  const pair = (kv: string) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as const;
+  return Object.fromEntries(list.split(',').filter(Boolean).map(pair));
 }
 
 /** One load of `s` for `durationS`: the calls it completed. */
@@ -73,7 +68,7 @@ async function load(s: Side, authority: string, durationS: number): Promise<numb
   return r.requests;
 }
 
-async function startSide(name: 'A' | 'B', ports: readonly number[], workDir: string): Promise<Side> {
+async function startSide(name: 'A' | 'B', ports: readonly number[], workDir: string) {
   const lower = name === 'A' ? 'a' : 'b';
   const nodeFlags = (o[`${lower}-flags`] ?? '').split(' ').filter(Boolean);
   const side = { name: `pair-${lower}`, workDir, script: o[`${lower}-script`], nodeFlags };
@@ -99,9 +94,8 @@ async function main(): Promise<void> {
     const calls = await Promise.all(sides.map((s) => started.get(s.name)!));
     const us = sides.map((s, i) => ((cpuMs(s.pid) - before[i]!) * 1000) / Math.max(1, calls[i]!));
     ratios.push(us[1]! / us[0]!);
-    console.log(
-      `${r + 1}\t${us[0]!.toFixed(1)}\t${us[1]!.toFixed(1)}\t${ratios.at(-1)!.toFixed(3)}\t${order[0]!.name}`,
-    );
+    const cells = [r + 1, us[0]!.toFixed(1), us[1]!.toFixed(1), ratios.at(-1)!.toFixed(3), order[0]!.name];
+    console.log(cells.join('\t'));
   }
   console.log(`median B/A ${median(ratios).toFixed(3)} (below 1: B uses less CPU per call)`);
   await target.close();

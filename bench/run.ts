@@ -8,20 +8,19 @@
  *   npm run bench -- --duration=2 --proxies=10000   # short loads, a smaller pool: for development
  *   npm run bench -- --profile                 # every Rota under --cpu-prof (bench/.work/profiles)
  *
- * Everything runs on loopback and is started and stopped here: the target (in this process), Debian's
- * squid (10 ports), wrk (Debian), proxywhirl (PyPI, bench/.venv), the scripts of bench/reference, Rota's
- * production build (made here when stale). A scenario that fails is reported; the run goes on.
+ * Everything runs on loopback and is started and stopped here (BENCHMARKS.md, "Method"); Rota's production
+ * build is made here when stale. A scenario that fails is reported; the run goes on.
  */
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startTarget } from './lib/fixtures.ts';
-import { installCleanup, isInterrupted, run, stopAll } from './lib/proc.ts';
+import { waitForQuiet } from './lib/measure.ts';
+import { installCleanup, isInterrupted, must, run, stopAll } from './lib/proc.ts';
 import { ensureProxywhirl, PROXYWHIRL_VERSION } from './lib/refs.ts';
-import { alone, type Ctx, type Row, renderTable, type Scenario, writeJson } from './lib/report.ts';
+import { alone, type Ctx, type Row, renderTable, type Scenario } from './lib/report.ts';
 import { ROOT } from './lib/rota.ts';
-import { waitForQuiet } from './lib/sample.ts';
 import { ensureSquid, startSquid } from './lib/squid.ts';
 import { ensureWrk, WRK } from './lib/wrk.ts';
 import { failover } from './scenarios/failover.ts';
@@ -32,13 +31,14 @@ import { post } from './scenarios/post.ts';
 import { startup } from './scenarios/startup.ts';
 
 const SCENARIOS: Record<string, Scenario> = { post, floor, get, connect, bulk, inspect, failover, startup };
+const NAMES = Object.keys(SCENARIOS);
 
 const log = (m: string) => process.stderr.write(`${m}\n`);
 
 function options() {
   const { values: o } = parseArgs({
     options: {
-      only: { type: 'string', default: Object.keys(SCENARIOS).join(',') },
+      only: { type: 'string', default: NAMES.join(',') },
       duration: { type: 'string', default: '20' },
       warm: { type: 'string', default: '3' },
       proxies: { type: 'string', default: '100000' },
@@ -46,13 +46,11 @@ function options() {
     },
   });
   const only = o.only.split(',').filter(Boolean);
-  const unknown = only.filter((n) => !(n in SCENARIOS));
-  const expected = Object.keys(SCENARIOS).join(',');
-  if (unknown.length > 0)
-    throw new Error(`unknown scenario ${unknown.join(',')}; expected some of ${expected}`);
+  const unknown = only.filter((n) => !NAMES.includes(n));
+  if (unknown.length > 0) throw new Error(`unknown scenario ${unknown}; expected some of ${NAMES}`);
   const loadS = Number(o.duration);
   const warmS = Math.min(Number(o.warm), loadS);
-  return { only, loadS, warmS, poolSize: Number(o.proxies), profile: o.profile };
+  return { only, loadS, warmS, patient: loadS >= 10, poolSize: Number(o.proxies), profile: o.profile };
 }
 
 /** The machine and the software, for the JSON and BENCHMARKS.md. */
@@ -61,6 +59,7 @@ async function machine() {
     const r = await run(cmd, args);
     return (r.stdout + r.stderr).trim().split('\n')[0] ?? '';
   };
+  const load = os.loadavg().map((x) => x.toFixed(2));
   return {
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     // "-dirty": the build measured has changes not yet committed.
@@ -73,25 +72,16 @@ async function machine() {
     wrk: await version(WRK, ['-v']),
     squid: await version('/usr/sbin/squid', ['-v']),
     proxywhirl: PROXYWHIRL_VERSION,
-    loadBefore: os
-      .loadavg()
-      .map((x) => x.toFixed(2))
-      .join(' / '),
+    loadBefore: load.join(' / '),
   };
 }
 
 async function prepare(): Promise<string | null> {
   await ensureWrk(log);
   await ensureSquid(log);
-  const built = await run(process.execPath, [join(ROOT, 'scripts', 'build.ts')], {
-    cwd: ROOT,
-    timeoutMs: 300_000,
-  });
-  if (built.code !== 0) throw new Error(`node scripts/build.ts failed: ${built.stderr.slice(0, 500)}`);
-  return ensureProxywhirl(log).then(
-    () => null,
-    (e: unknown) => (e as Error).message,
-  );
+  await must(process.execPath, [join(ROOT, 'scripts', 'build.ts')], { cwd: ROOT, timeoutMs: 300_000 });
+  const why = (e: unknown) => (e as Error).message;
+  return ensureProxywhirl(log).then(() => null, why);
 }
 
 async function main(): Promise<void> {
@@ -107,16 +97,7 @@ async function main(): Promise<void> {
   const target = await startTarget();
   const squid = await startSquid(workDir, 10);
   const rotaFlags = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(workDir, 'profiles')}`] : [];
-  const ctx: Ctx = {
-    ...opts,
-    patient: opts.loadS >= 10,
-    workDir,
-    target,
-    squid,
-    rotaFlags,
-    proxywhirlError,
-    log,
-  };
+  const ctx: Ctx = { ...opts, workDir, target, squid, rotaFlags, proxywhirlError, log };
   const rows: Row[] = [];
   const raw: Record<string, unknown> = {};
   try {
@@ -142,7 +123,8 @@ async function main(): Promise<void> {
   const elapsedS = Math.round((performance.now() - started) / 1000);
   process.stdout.write(`\n${renderTable(rows)}\n`);
   const out = join(ROOT, 'bench', 'results', 'latest.json');
-  writeJson(out, { ...about, options: opts, elapsedS, rows, raw });
+  mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+  writeFileSync(out, `${JSON.stringify({ ...about, options: opts, elapsedS, rows, raw }, null, 2)}\n`);
   log(`\n${elapsedS} s; raw figures in ${out}`);
 }
 

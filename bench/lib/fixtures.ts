@@ -3,23 +3,11 @@ import type https from 'node:https';
 import net from 'node:net';
 import { close, listen } from './proc.ts';
 
-/** Size of the large-body route: exactly 1 MiB. */
-export const BIG_BYTES = 1024 * 1024;
-
-export interface Target {
-  readonly port: number;
-  /** Small JSON body, keep-alive. */
-  readonly jsonUrl: string;
-  /** 1 MiB of ASCII text (so that a gateway returning text has nothing to escape or re-encode). */
-  readonly bigUrl: string;
-  close(): Promise<void>;
-}
-
+/** Bodies of ASCII text: a gateway returning text has nothing to escape or re-encode. */
+const TEXT = 'abcdefghijklmnopqrstuvwxyz0123456789';
 const SMALL = Buffer.from(JSON.stringify({ ok: true, service: 'rota-bench-target', n: 42 }));
-export const SMALL_BYTES = SMALL.length;
-const BIG = Buffer.alloc(BIG_BYTES, 'abcdefghijklmnopqrstuvwxyz0123456789');
-
-const CHUNK = Buffer.alloc(64 * 1024, 'abcdefghijklmnopqrstuvwxyz0123456789');
+const BIG = Buffer.alloc(1024 * 1024, TEXT);
+const CHUNK = Buffer.alloc(64 * 1024, TEXT);
 
 /** `/stream?bytes=N`: N bytes of ASCII text (with a content-length), written as the socket drains. */
 function streamBody(res: http.ServerResponse, bytes: number): void {
@@ -49,57 +37,43 @@ export function serve(req: http.IncomingMessage, res: http.ServerResponse) {
   res.end(body);
 }
 
+/** Sockets of `server` destroyed, then the server closed. */
+function closer(server: net.Server) {
+  const sockets = new Set<net.Socket>();
+  server.on('connection', (s) => void sockets.add(s.once('close', () => sockets.delete(s))));
+  return async () => {
+    for (const s of sockets) s.destroy();
+    await close(server);
+  };
+}
+
+type Server = http.Server | https.Server;
+
 /** The HTTP server every request ends at (or `server`, listening on `host`), in the harness process. */
-export async function startTarget(
-  server: http.Server | https.Server = http.createServer(serve),
-  host = '127.0.0.1',
-) {
+export async function startTarget(server: Server = http.createServer(serve), host = '127.0.0.1') {
   // Long keep-alive: the forward proxy's pooled connections should not be closed under our feet.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  const sockets = new Set<net.Socket>();
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  });
+  const end = closer(server);
   const { port } = await listen(server, host);
-  const target: Target = {
-    port,
-    jsonUrl: `http://127.0.0.1:${port}/json`,
-    bigUrl: `http://127.0.0.1:${port}/big`,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await close(server);
-    },
-  };
-  return target;
+  const [jsonUrl, bigUrl] = [`http://127.0.0.1:${port}/json`, `http://127.0.0.1:${port}/big`];
+  return { port, jsonUrl, bigUrl, close: end };
 }
-
-export interface Blackholes {
-  readonly ports: readonly number[];
-  /** Connections accepted so far, over every port. */
-  readonly accepted: () => number;
-  close(): Promise<void>;
-}
+export type Target = Awaited<ReturnType<typeof startTarget>>;
 
 /** Dead proxies of the worst kind: they accept the TCP connection, read, and never answer. */
-export async function startBlackholes(n: number): Promise<Blackholes> {
-  const sockets = new Set<net.Socket>();
+export async function startBlackholes(n: number) {
   let accepted = 0;
   const hole = (s: net.Socket) => {
     accepted++;
-    sockets.add(s);
-    s.on('error', () => {});
-    s.resume();
-    s.once('close', () => sockets.delete(s));
+    s.on('error', () => {}).resume();
   };
   const servers = await Promise.all(Array.from({ length: n }, () => listen(net.createServer(hole))));
+  const closers = servers.map(closer);
   return {
     ports: servers.map((s) => s.port),
+    /** Connections accepted so far, over every port. */
     accepted: () => accepted,
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await Promise.all(servers.map(close));
-    },
+    close: () => Promise.all(closers.map((c) => c())),
   };
 }

@@ -53,18 +53,12 @@ async function build(path: string, count: number, log: (m: string) => void): Pro
  * A fresh copy of a SQLite database holding `count` proxies, for one start-up measurement. The first run
  * builds it once (about 100 s for 100,000) into bench/.work/cache, keyed by the store's sources.
  */
-export async function populatedDatabase(
-  workDir: string,
-  count: number,
-  log: (m: string) => void,
-): Promise<string> {
+export async function populatedDatabase(workDir: string, count: number, log: (m: string) => void) {
   const cacheDir = join(workDir, 'cache');
   mkdirSync(cacheDir, { recursive: true });
   const cached = join(cacheDir, `pool-${count}-${sourcesHash()}.db`);
   if (!existsSync(cached) || !existsSync(`${cached}.key`)) {
-    log(
-      `  writing ${count} proxies into a SQLite database with Rota's store module (cached for later runs)...`,
-    );
+    log(`  writing ${count} proxies into a SQLite database with Rota's store module (cached for later runs)`);
     const tmp = join(cacheDir, `building-${process.pid}.db`);
     for (const f of [tmp, `${tmp}.key`, `${tmp}-wal`, `${tmp}-shm`]) rmSync(f, { force: true });
     await build(tmp, count, log);

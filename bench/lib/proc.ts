@@ -1,4 +1,4 @@
-import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
+import { type StdioOptions, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import net from 'node:net';
 import { dirname } from 'node:path';
@@ -42,16 +42,12 @@ interface SpawnOptions {
   readonly env?: NodeJS.ProcessEnv;
   readonly cwd?: string;
   readonly logPath?: string;
+  readonly timeoutMs?: number;
 }
 
 function track(name: string, cmd: string, args: readonly string[], o: SpawnOptions, stdio: StdioOptions) {
   if (interrupted) throw new Error(`interrupted: not starting ${name}`);
-  const child: ChildProcess = spawn(cmd, args, {
-    cwd: o.cwd,
-    env: o.env ?? process.env,
-    detached: true,
-    stdio,
-  });
+  const child = spawn(cmd, args, { cwd: o.cwd, env: o.env ?? process.env, detached: true, stdio });
   let done = false;
   const exited = new Promise<string>((resolve) => {
     child.once('exit', (code, signal) => resolve(signal ?? String(code)));
@@ -97,12 +93,8 @@ export function startProcess(
 }
 
 /** Runs a command to completion and returns its output (wrk, the tunnel load, pip, apt-get, versions). */
-export async function run(
-  cmd: string,
-  args: readonly string[],
-  o: SpawnOptions & { timeoutMs?: number } = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  if (interrupted) return { code: null, stdout: '', stderr: 'interrupted' };
+export async function run(cmd: string, args: readonly string[], o: SpawnOptions = {}) {
+  if (interrupted) return { code: null as number | null, stdout: '', stderr: 'interrupted' };
   const { proc, child } = track(cmd, cmd, args, o, ['ignore', 'pipe', 'pipe']);
   const [out, err]: [Buffer[], Buffer[]] = [[], []];
   child.stdout?.on('data', (b: Buffer) => out.push(b));
@@ -119,6 +111,13 @@ export async function run(
   return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
+/** `run` (15 min at most by default) that throws with the end of the output unless it exits 0; its stdout. */
+export async function must(cmd: string, args: readonly string[], o: SpawnOptions = {}): Promise<string> {
+  const r = await run(cmd, args, { timeoutMs: 900_000, ...o });
+  if (r.code !== 0) throw new Error(`${cmd} ${args[0]} failed: ${(r.stderr || r.stdout).trim().slice(-300)}`);
+  return r.stdout;
+}
+
 /** Polls `ready` (every `pauseMs`) until it holds; stops `proc` and throws if it exits or `limitMs` passes. */
 export async function waitUntil(proc: Proc, what: string, ready: Check, limitMs: number, pauseMs = 20) {
   const deadline = Date.now() + limitMs;
@@ -131,6 +130,7 @@ export async function waitUntil(proc: Proc, what: string, ready: Check, limitMs:
     await sleep(pauseMs);
   }
 }
+
 type Check = () => Promise<boolean>;
 
 /** Debian's `pkg` (providing `path`) installed with apt-get when missing and we are root; true if it was. */
@@ -151,9 +151,7 @@ export function ourPids(): number[] {
   return [process.pid, ...[...live].filter((p) => !p.hasExited()).map((p) => p.pid)];
 }
 
-export async function stopAll(): Promise<void> {
-  await Promise.all([...live].map((p) => p.stop()));
-}
+export const stopAll = () => Promise.all([...live].map((p) => p.stop()));
 
 /** Stops every child on Ctrl-C, SIGTERM, an uncaught error, or any other way out of the harness. */
 export function installCleanup(log: (msg: string) => void): void {
@@ -196,9 +194,6 @@ export async function freePorts(n: number): Promise<number[]> {
 
 export async function canConnect(port: number): Promise<boolean> {
   const s = net.connect({ host: '127.0.0.1', port });
-  const ok = await new Promise<boolean>((resolve) => {
-    s.once('connect', () => resolve(true)).once('error', () => resolve(false));
-  });
-  s.destroy();
-  return ok;
+  const ok = new Promise<boolean>((r) => s.once('connect', () => r(true)).once('error', () => r(false)));
+  return ok.finally(() => s.destroy());
 }

@@ -1,41 +1,38 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
-import http from 'node:http';
-import { join } from 'node:path';
-import { canConnect, freePort, run, startProcess, waitUntil } from './proc.ts';
+import { join, relative } from 'node:path';
+import { canConnect, freePort, must, run, startProcess, waitUntil } from './proc.ts';
+import type { Ctx } from './report.ts';
 import { addProxies, isReady, ROOT, startRotaForward, withNofile } from './rota.ts';
-import { get, openTunnel } from './tunnel-wire.ts';
+import { connectProxy, get, openTunnel } from './tunnel-wire.ts';
 
 /**
- * The references Rota is measured against, each in a process of its own on loopback:
- * proxywhirl 0.3.3 (PyPI, in bench/.venv) for the REST call; the scripts of bench/reference (the bare
- * relay, the same relay on Fastify, the forward relay, Apify proxy-chain) for the floor and the listener.
+ * The references Rota is measured against, each in a process of its own on loopback (BENCHMARKS.md,
+ * "Method"): proxywhirl (PyPI, in bench/.venv) for the REST call; the scripts of bench/reference for the
+ * floor and the listener; squid itself as the direct path.
  */
 export const PROXYWHIRL_VERSION = '0.3.3';
 const VENV = join(ROOT, 'bench', '.venv');
 const PYTHON = join(VENV, 'bin', 'python');
 /** Descriptors for every forward proxy: a tunnel load holds two per tunnel. */
 const NOFILE = 65_536;
+type Log = (m: string) => void;
 
-async function proxywhirlVersion(): Promise<string | null> {
-  if (!existsSync(PYTHON)) return null;
-  const r = await run(PYTHON, ['-c', "import importlib.metadata as m; print(m.version('proxywhirl'))"]);
-  return r.code === 0 ? r.stdout.trim() : null;
+/** `pkgs` from PyPI into the venv `dir` (git-ignored, made when missing) unless `has()` holds already. */
+export async function pipInstall(dir: string, pkgs: string[], has: () => Promise<boolean>, log: Log) {
+  if (await has()) return;
+  log(`installing ${pkgs[0]} into ${relative(ROOT, dir)} (pip)...`);
+  if (!existsSync(join(dir, 'bin', 'python'))) await must('python3', ['-m', 'venv', dir]);
+  await must(join(dir, 'bin', 'pip'), ['install', '-q', '--disable-pip-version-check', ...pkgs]);
+  if (!(await has())) throw new Error(`pip install ${pkgs[0]} did not install it`);
 }
 
-/** proxywhirl from PyPI into bench/.venv (git-ignored), with uvicorn for its API server. */
-export async function ensureProxywhirl(log: (m: string) => void): Promise<void> {
-  if ((await proxywhirlVersion()) === PROXYWHIRL_VERSION) return;
-  log(`installing proxywhirl ${PROXYWHIRL_VERSION} into bench/.venv (pip)...`);
-  if (!existsSync(PYTHON)) {
-    const v = await run('python3', ['-m', 'venv', VENV], { timeoutMs: 120_000 });
-    if (v.code !== 0) throw new Error(`python3 -m venv failed: ${v.stderr.trim().slice(-300)}`);
-  }
-  const pkgs = [`proxywhirl==${PROXYWHIRL_VERSION}`, 'uvicorn'];
-  const args = ['install', '-q', '--disable-pip-version-check', ...pkgs];
-  const pip = await run(join(VENV, 'bin', 'pip'), args, { timeoutMs: 900_000 });
-  if ((await proxywhirlVersion()) !== PROXYWHIRL_VERSION)
-    throw new Error(`pip install proxywhirl==${PROXYWHIRL_VERSION} failed: ${pip.stderr.trim().slice(-300)}`);
+/** proxywhirl into bench/.venv, with uvicorn for its API server. */
+export function ensureProxywhirl(log: Log): Promise<void> {
+  const version = ['-c', "import importlib.metadata as m; print(m.version('proxywhirl'))"];
+  const has = async () =>
+    existsSync(PYTHON) && (await run(PYTHON, version)).stdout.trim() === PROXYWHIRL_VERSION;
+  return pipInstall(VENV, [`proxywhirl==${PROXYWHIRL_VERSION}`, 'uvicorn'], has, log);
 }
 
 /**
@@ -44,26 +41,21 @@ export async function ensureProxywhirl(log: (m: string) => void): Promise<void> 
  */
 export async function startProxywhirl(workDir: string, ports: readonly number[], unavailable: string | null) {
   if (unavailable) throw new Error(unavailable);
-  const port = await freePort();
-  const key = randomBytes(24).toString('hex');
+  const [port, key] = [await freePort(), randomBytes(24).toString('hex')];
   const dataDir = join(workDir, 'proxywhirl');
   mkdirSync(dataDir, { recursive: true });
-  const inherited = Object.entries(process.env).filter(([k]) => !k.startsWith('PROXYWHIRL_'));
   const env = {
-    ...Object.fromEntries(inherited),
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PROXYWHIRL_'))),
     PROXYWHIRL_REQUIRE_AUTH: 'true',
     PROXYWHIRL_API_KEY: key,
     PROXYWHIRL_RATE_LIMIT: '1000000/second',
-    HOME: dataDir,
-    XDG_DATA_HOME: dataDir,
-    XDG_CACHE_HOME: dataDir,
+    ...{ HOME: dataDir, XDG_DATA_HOME: dataDir, XDG_CACHE_HOME: dataDir },
   };
-  const launcher = join(ROOT, 'bench', 'proxywhirl_launcher.py');
+  const args = [join(ROOT, 'bench', 'proxywhirl_launcher.py'), String(port)];
   const logPath = join(workDir, 'logs', 'proxywhirl.log');
-  const proc = startProcess('proxywhirl', PYTHON, [launcher, String(port)], { cwd: dataDir, env, logPath });
-  const base = `http://127.0.0.1:${port}`;
+  const proc = startProcess('proxywhirl', PYTHON, args, { cwd: dataDir, env, logPath });
+  const [base, headers] = [`http://127.0.0.1:${port}`, { 'X-API-Key': key }];
   await waitUntil(proc, 'proxywhirl', () => isReady(base), 60_000);
-  const headers = { 'X-API-Key': key };
   await addProxies(base, ports, headers, 1).catch(async (e: unknown) => {
     await proc.stop();
     throw e;
@@ -83,7 +75,7 @@ export async function startReference(workDir: string, name: string, ports: reado
 
 /** A forward proxy under test: squid itself (direct), Rota's HTTP listener, proxy-chain, the forward relay. */
 export interface Forward {
-  readonly name: 'direct' | 'rota' | 'proxy-chain' | 'relay';
+  readonly name: 'direct' | 'Rota' | 'proxy-chain' | 'forward relay';
   readonly port: number;
   readonly pid: number;
   stop(): Promise<void>;
@@ -92,39 +84,31 @@ export interface Forward {
 /** One absolute-URI GET and one CONNECT with a GET inside, both answered 200, or it throws. */
 async function probeForward(f: Forward, url: string): Promise<void> {
   const authority = new URL(url).host;
-  const status = await new Promise<number>((resolve, reject) => {
-    const o = { host: '127.0.0.1', port: f.port, path: url, headers: { host: authority }, agent: false };
-    const req = http.request({ ...o, timeout: 10_000 });
-    req.once('response', (res) => resolve(res.resume().statusCode ?? 0));
-    req.once('timeout', () => req.destroy(new Error('no answer within 10 s')));
-    req.once('error', reject);
-    req.end();
-  });
-  if (status !== 200) throw new Error(`${f.name}: absolute-URI GET answered ${status}`);
+  const plain = connectProxy(f.port);
+  const r = await get(plain, Buffer.alloc(0), authority, url, 10_000).finally(() => plain.destroy());
+  if (r.status !== 200) throw new Error(`${f.name}: absolute-URI GET answered ${r.status}`);
   const t = await openTunnel(f.port, authority, 10_000);
-  const r = await get(t.socket, t.rest, authority, '/json', 10_000).finally(() => t.socket.destroy());
-  if (r.status !== 200) throw new Error(`${f.name}: GET inside a CONNECT tunnel answered ${r.status}`);
+  const r2 = await get(t.socket, t.rest, authority, '/json', 10_000).finally(() => t.socket.destroy());
+  if (r2.status !== 200) throw new Error(`${f.name}: GET inside a CONNECT tunnel answered ${r2.status}`);
 }
 
 /** The four forward proxies, each probed; squid (direct) is shared and not stopped with the others. */
-export async function startForwards(
-  workDir: string,
-  squid: { ports: readonly number[]; pid: number },
-  url: string,
-  rotaFlags: readonly string[],
-): Promise<Forward[]> {
-  const all: Forward[] = [{ name: 'direct', port: squid.ports[0]!, pid: squid.pid, stop: async () => {} }];
+export async function startForwards(ctx: Ctx): Promise<Forward[]> {
+  const { ports, proc } = ctx.squid;
+  const all: Forward[] = [{ name: 'direct', port: ports[0]!, pid: proc.pid, stop: async () => {} }];
   try {
-    const rota = await startRotaForward(
-      { name: 'forward', workDir, nofile: NOFILE, nodeFlags: rotaFlags },
-      squid.ports,
-    );
-    all.push({ name: 'rota', port: rota.proxyPort, pid: rota.proc.pid, stop: rota.stop });
-    for (const name of ['proxy-chain', 'relay'] as const) {
-      const ref = await startReference(workDir, name === 'relay' ? 'forward-relay' : name, squid.ports);
+    const o = { name: 'forward', workDir: ctx.workDir, nofile: NOFILE, nodeFlags: ctx.rotaFlags };
+    const rota = await startRotaForward(o, ports);
+    all.push({ name: 'Rota', port: rota.proxyPort, pid: rota.proc.pid, stop: rota.stop });
+    const refs = [
+      ['proxy-chain', 'proxy-chain'],
+      ['forward relay', 'forward-relay'],
+    ] as const;
+    for (const [name, script] of refs) {
+      const ref = await startReference(ctx.workDir, script, ports);
       all.push({ name, port: ref.port, pid: ref.pid, stop: ref.stop });
     }
-    for (const f of all) await probeForward(f, url);
+    for (const f of all) await probeForward(f, ctx.target.jsonUrl);
   } catch (e) {
     await Promise.all(all.map((f) => f.stop()));
     throw e;

@@ -1,5 +1,3 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type { Target } from './fixtures.ts';
 import type { Squid } from './squid.ts';
 
@@ -10,10 +8,7 @@ export interface Ctx {
   readonly squid: Squid;
   /** Length of each measured load (20 s by default, `--duration=N`). */
   readonly loadS: number;
-  /**
-   * Wait for a quiet machine before each scenario and measure a disturbed run again (full runs); short
-   * development runs (under 10 s per load) do neither.
-   */
+  /** Wait for a quiet machine, measure a disturbed run again (each scenario; not with loads under 10 s). */
   readonly patient: boolean;
   /** Unmeasured run before each measured one, the same for every subject (JIT, connection pools). */
   readonly warmS: number;
@@ -49,10 +44,7 @@ export interface ScenarioResult {
 
 export type Scenario = (ctx: Ctx) => Promise<ScenarioResult>;
 
-export interface Bound {
-  readonly min?: number;
-  readonly max?: number;
-}
+export type Bound = { readonly min?: number; readonly max?: number };
 
 function verdict(v: number | null, b: Bound | undefined): { target: string | null; met: boolean | null } {
   if (!b) return { target: null, met: null };
@@ -83,8 +75,8 @@ export function alone(scenario: string, metric: string, rota: number | null, bou
 
 function num(v: number | null): string {
   if (v === null || !Number.isFinite(v)) return '—';
-  const digits =
-    Number.isInteger(v) || Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : Math.abs(v) >= 1 ? 2 : 3;
+  const a = Math.abs(v);
+  const digits = Number.isInteger(v) || a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3;
   return v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
@@ -99,9 +91,4 @@ export function renderTable(rows: readonly Row[]): string {
     return `| ${r.scenario} | ${r.metric} | ${num(r.rota)} | ${ref} | ${ratio} | ${r.target ?? ''} | ${met} |`;
   });
   return [head, ...lines].join('\n');
-}
-
-export function writeJson(path: string, value: unknown): void {
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, `${JSON.stringify(value, null, 2)}\n`);
 }

@@ -1,20 +1,12 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { NODE_FLAGS } from '../../src/runtime/node-flags.ts';
-import { canConnect, freePort, freePorts, type Proc, sleep, startProcess, waitUntil } from './proc.ts';
+import { canConnect, freePort, freePorts, sleep, startProcess, waitUntil } from './proc.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Limits far above anything a 20 s run can reach: the benchmark measures the gateway, not its 429s. */
 const GENEROUS = '1000000/second';
-
-export interface Rota {
-  readonly base: string;
-  readonly proc: Proc;
-  /** Spawn to the first 200 from /api/v1/ready, ms. */
-  readonly readyMs: number;
-  stop(): Promise<void>;
-}
 
 export interface RotaOptions {
   readonly name: string;
@@ -32,12 +24,9 @@ export interface RotaOptions {
 }
 
 /** The harness's environment minus any ROTA_*, production mode, loopback, auth off, generous limits. */
-function benchEnv(port: number, extra: Readonly<Record<string, string>> = {}): Record<string, string> {
-  const inherited = Object.entries(process.env).filter(
-    (kv): kv is [string, string] => !kv[0].startsWith('ROTA_') && kv[1] !== undefined,
-  );
+function benchEnv(port: number, extra: Readonly<Record<string, string>> = {}) {
   return {
-    ...Object.fromEntries(inherited),
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROTA_'))),
     NODE_ENV: 'production',
     ROTA_HOST: '127.0.0.1',
     ROTA_PORT: String(port),
@@ -62,7 +51,7 @@ export const withNofile = (n: number, cmd: string, args: readonly string[]): [st
  * production build, which bench/run.ts makes when stale; with-node execs node, so the pid is Rota's
  * own), memory store unless ROTA_STORAGE_PATH is given; resolves at the first 200 of /api/v1/ready.
  */
-export async function startRota(o: RotaOptions): Promise<Rota> {
+export async function startRota(o: RotaOptions) {
   const port = await freePort();
   const t0 = performance.now();
   const node = [...NODE_FLAGS, ...(o.nodeFlags ?? []), o.script ?? 'dist/main.js'];
@@ -76,6 +65,7 @@ export async function startRota(o: RotaOptions): Promise<Rota> {
   const proc = startProcess(`rota-${o.name}`, cmd, args, { cwd: ROOT, env: benchEnv(port, o.env), logPath });
   const base = `http://127.0.0.1:${port}`;
   await waitUntil(proc, 'Rota', () => isReady(base), 60_000, 5);
+  // readyMs: spawn to the first 200 from /api/v1/ready.
   return { base, proc, readyMs: performance.now() - t0, stop: () => proc.stop() };
 }
 
@@ -90,12 +80,12 @@ export async function listenerEnv(): Promise<Record<string, string>> {
   return { ROTA_PROXY_PORT: String(proxy), ROTA_SOCKS_PORT: String(socks) };
 }
 
-/** Rota with `ports` (squid's) as its pool once `check` passed (Rota is stopped if anything fails). */
-async function withPool(o: RotaOptions, ports: readonly number[], check: (r: Rota) => Promise<unknown>) {
+/** Rota with `ports` (squid's) as its pool and, given `url`, one call through it that answered 200. */
+export async function startRotaWithPool(o: RotaOptions, ports: readonly number[], url?: string) {
   const rota = await startRota(o);
   try {
     await addProxies(rota.base, ports);
-    await check(rota);
+    if (url) await probe(rota.base, url);
     return rota;
   } catch (e) {
     await rota.stop();
@@ -103,18 +93,12 @@ async function withPool(o: RotaOptions, ports: readonly number[], check: (r: Rot
   }
 }
 
-/** Rota with `ports` as its pool, and one probe call through it that must answer 200. */
-export const startRotaWithPool = (o: RotaOptions, ports: readonly number[], url: string) =>
-  withPool(o, ports, (r) => probe(r.base, url));
-
 /** Rota with its HTTP and SOCKS5 listeners on free ports and `ports` as its pool; `proxyPort` the HTTP one. */
 export async function startRotaForward(o: RotaOptions, ports: readonly number[]) {
   const env = { ...(await listenerEnv()), ...o.env };
-  const proxyPort = Number(env.ROTA_PROXY_PORT);
-  const listening = async () => {
-    for (let i = 0; i < 40 && !(await canConnect(proxyPort)); i++) await sleep(50);
-  };
-  return { ...(await withPool({ ...o, env }, ports, listening)), proxyPort };
+  const [proxyPort, rota] = [Number(env.ROTA_PROXY_PORT), await startRotaWithPool({ ...o, env }, ports)];
+  for (let i = 0; i < 40 && !(await canConnect(proxyPort)); i++) await sleep(50);
+  return { ...rota, proxyPort };
 }
 
 /** One API call; the answer's JSON (or the start of its text). */

@@ -1,15 +1,19 @@
 import { chownSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { aptInstall, canConnect, freePorts, type Proc, run, startProcess, waitUntil } from './proc.ts';
+import { aptInstall, canConnect, freePorts, run, startProcess, waitUntil } from './proc.ts';
 
 export const SQUID = '/usr/sbin/squid';
 
-export interface Squid {
-  /** Loopback ports, one http_port each, all served by the same squid process. */
-  readonly ports: readonly number[];
-  readonly proc: Proc;
-  readonly version: string;
+const httpPorts = (_dir: string, ports: readonly number[]) => ports.map((p) => `http_port 127.0.0.1:${p}`);
+
+interface SquidOptions {
+  readonly name?: string;
+  readonly bin?: string;
+  readonly lines?: (dir: string, ports: readonly number[]) => string[];
+  readonly init?: (dir: string) => Promise<void>;
 }
+
+export type Squid = Awaited<ReturnType<typeof startSquid>>;
 
 /** Installs Debian's squid when it is missing and we may (root with apt-get); otherwise says why not. */
 export async function ensureSquid(log: (m: string) => void): Promise<void> {
@@ -46,23 +50,18 @@ function config(dir: string, listen: readonly string[]): string {
 }
 
 /**
- * One squid process listening on `count` loopback ports, so that a gateway sees `count` distinct proxies;
- * `bin` another squid build, `more` the lines before the common ones (by default the http_port lines), `init` run before it starts.
+ * One squid process listening on `count` loopback ports (`ports`, one http_port each), so that a gateway
+ * sees `count` distinct proxies; `o.bin` another squid build, `o.lines` the lines before the common ones
+ * (by default the http_port lines), `o.init` run before it starts.
  */
-export async function startSquid(
-  workDir: string,
-  count: number,
-  name = 'squid',
-  bin = SQUID,
-  more = (_dir: string, ports: readonly number[]) => ports.map((p) => `http_port 127.0.0.1:${p}`),
-  init = async (_dir: string) => {},
-): Promise<Squid> {
+export async function startSquid(workDir: string, count: number, o: SquidOptions = {}) {
+  const { name = 'squid', bin = SQUID, lines = httpPorts, init = async () => {} } = o;
   const dir = join(workDir, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const ports = await freePorts(count);
   const conf = join(dir, 'squid.conf');
-  writeFileSync(conf, config(dir, more(dir, ports)));
+  writeFileSync(conf, config(dir, lines(dir, ports)));
   // Run as root, squid drops to its cache_effective_user (Debian: proxy), which must own its files.
   if (process.getuid?.() === 0) {
     const id = await run('id', ['-u', 'proxy']);
@@ -72,9 +71,7 @@ export async function startSquid(
   await init(dir);
   const v = await run(bin, ['-v']);
   const version = /Version (\S+)/.exec(v.stdout)?.[1] ?? 'unknown';
-  const proc = startProcess(name, bin, ['-N', '-f', conf], {
-    logPath: join(workDir, 'logs', `${name}.log`),
-  });
+  const proc = startProcess(name, bin, ['-N', '-f', conf], { logPath: join(workDir, 'logs', `${name}.log`) });
   const listening = async () => (await Promise.all(ports.map(canConnect))).every(Boolean);
   await waitUntil(proc, `squid (its own log: ${dir}/cache.log)`, listening, 15_000, 50);
   return { ports, proc, version };

@@ -29,9 +29,7 @@ function read<T>(socket: net.Socket, initial: Buffer, timeoutMs: number, feed: (
     const timer = setTimeout(() => done(new WireError('timeout', `nothing for ${timeoutMs} ms`)), timeoutMs);
     const done = (err: Error | null, value?: T) => {
       clearTimeout(timer);
-      socket.off('data', onData);
-      socket.off('close', onClose);
-      socket.off('error', onError);
+      socket.off('data', onData).off('close', onClose).off('error', onError);
       if (err) reject(err);
       else resolve(value as T);
     };
@@ -45,21 +43,13 @@ function read<T>(socket: net.Socket, initial: Buffer, timeoutMs: number, feed: (
     };
     const onClose = () => done(new WireError('closed', 'closed before the answer was complete'));
     const onError = (e: Error) => done(new WireError('socket', e.message));
-    socket.on('data', onData);
-    socket.once('close', onClose);
-    socket.once('error', onError);
+    socket.on('data', onData).once('close', onClose).once('error', onError);
     if (initial.length > 0) onData(initial);
   });
 }
 
-interface Head {
-  readonly status: number;
-  readonly contentLength: number | null;
-  readonly rest: Buffer;
-}
-
 /** Reads bytes until the end of an HTTP head: its status, content-length and what followed. */
-function readHead(socket: net.Socket, initial: Buffer, timeoutMs: number): Promise<Head> {
+function readHead(socket: net.Socket, initial: Buffer, timeoutMs: number) {
   let seen: Buffer = Buffer.alloc(0);
   return read(socket, initial, timeoutMs, (chunk) => {
     seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
@@ -80,19 +70,21 @@ function skipBody(socket: net.Socket, initial: Buffer, length: number, timeoutMs
   if (initial.length >= length) return Promise.resolve(initial.subarray(length));
   let left = length;
   return read(socket, initial, timeoutMs, (chunk) => {
-    if (chunk.length < left) {
-      left -= chunk.length;
-      return undefined;
-    }
-    return chunk.subarray(left);
+    if (chunk.length >= left) return chunk.subarray(left);
+    left -= chunk.length;
   });
 }
 
+/**
+ * A socket to the proxy on `proxyPort`; errors are seen by whoever reads next (a tunnel reset by the
+ * proxy must not crash the process).
+ */
+export const connectProxy = (proxyPort: number) =>
+  net.connect({ host: '127.0.0.1', port: proxyPort, noDelay: true }).on('error', () => {});
+
 /** Connects to the proxy, asks for a tunnel to `authority` (host:port) and waits for a 2xx. */
 export async function openTunnel(proxyPort: number, authority: string, timeoutMs: number): Promise<Tunnel> {
-  const socket = net.connect({ host: '127.0.0.1', port: proxyPort, noDelay: true });
-  // Errors are seen by whoever reads next; a tunnel reset by the proxy must not crash the process.
-  socket.on('error', () => {});
+  const socket = connectProxy(proxyPort);
   try {
     socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
     const head = await readHead(socket, Buffer.alloc(0), timeoutMs);
@@ -105,17 +97,11 @@ export async function openTunnel(proxyPort: number, authority: string, timeoutMs
   }
 }
 
-/** One keep-alive GET on an open socket: the status, body size and any bytes after the body. */
-export async function get(
-  socket: net.Socket,
-  initial: Buffer,
-  host: string,
-  path: string,
-  timeoutMs: number,
-) {
+/** One keep-alive GET on an open socket (`path` absolute for a forward proxy): status, body size, excess. */
+export async function get(socket: net.Socket, initial: Buffer, host: string, path: string, ms: number) {
   socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
-  const head = await readHead(socket, initial, timeoutMs);
+  const head = await readHead(socket, initial, ms);
   if (head.contentLength === null) throw new WireError('protocol', 'answer without content-length');
-  const rest = await skipBody(socket, head.rest, head.contentLength, timeoutMs);
+  const rest = await skipBody(socket, head.rest, head.contentLength, ms);
   return { status: head.status, bodyBytes: head.contentLength, rest };
 }

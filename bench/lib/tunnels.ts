@@ -30,31 +30,15 @@ export interface TunnelJob {
   readonly tls?: { readonly ca: string; readonly hosts?: readonly string[] };
 }
 
-export interface TunnelResult {
-  /** rate: tunnels that carried their GET; bulk: downloads completed. */
-  readonly done: number;
-  readonly failed: number;
-  readonly firstFailure: string | null;
-  readonly seconds: number;
-  readonly perS: number;
-  readonly bytes: number;
-  readonly mibps: number;
-  /** rate: from the TCP connect to the last byte of the answer, per tunnel. */
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-  /** The load generator's own CPU per tunnel (or download), µs. */
-  readonly loadgenUs: number;
-}
+export type TunnelResult = ReturnType<Tally['result']>;
 
 const PREFIX = 'TUNNEL_JSON ';
 const TIMEOUT_MS = 30_000;
 
 /** Runs one job in a fresh load-generator process (descriptor limit raised); returns its figures. */
 export async function runTunnelLoad(job: TunnelJob): Promise<TunnelResult> {
-  const [cmd, args] = withNofile(65_536, process.execPath, [
-    fileURLToPath(import.meta.url),
-    JSON.stringify(job),
-  ]);
+  const file = fileURLToPath(import.meta.url);
+  const [cmd, args] = withNofile(65_536, process.execPath, [file, JSON.stringify(job)]);
   const r = await run(cmd, args, { timeoutMs: (job.durationS + 90) * 1000 });
   const line = r.stdout.split('\n').find((l) => l.startsWith(PREFIX));
   if (r.code !== 0 || !line) {
@@ -78,7 +62,11 @@ class Tally {
     this.firstFailure ??= e instanceof WireError ? e.kind : String(e);
   }
 
-  result(): TunnelResult {
+  /**
+   * `done`: rate, tunnels that carried their GET; bulk and keep, answers. `p50Ms`, `p99Ms` (rate): from the
+   * TCP connect to the last byte of the answer. `loadgenUs`: this process's own CPU per tunnel or answer.
+   */
+  result() {
     const seconds = (performance.now() - this.t0) / 1000;
     const cpu = process.cpuUsage(this.cpu0);
     const sorted = this.latencies.sort((a, b) => a - b);
@@ -90,10 +78,10 @@ class Tally {
   }
 }
 
-async function expect200(t: Tunnel, job: TunnelJob, rest: Buffer): Promise<{ bytes: number; rest: Buffer }> {
+async function expect200(t: Tunnel, job: TunnelJob, rest: Buffer) {
   const r = await get(t.socket, rest, job.authority, job.path, TIMEOUT_MS);
   if (r.status !== 200) throw new WireError(`target status ${r.status}`, `GET answered ${r.status}`);
-  return { bytes: r.bodyBytes, rest: r.rest };
+  return r;
 }
 
 let turn = 0;
@@ -146,7 +134,7 @@ async function bulk(job: TunnelJob, tally = new Tally()): Promise<TunnelResult> 
       do {
         const r = await expect200(t, job, rest);
         rest = r.rest;
-        tally.bytes += r.bytes;
+        tally.bytes += r.bodyBytes;
         tally.done++;
       } while (performance.now() < end);
     } finally {
@@ -159,8 +147,7 @@ async function bulk(job: TunnelJob, tally = new Tally()): Promise<TunnelResult> 
 }
 
 /** `loops` tunnels at once, each as bulk's (answers counted in one tally). */
-async function keep(job: TunnelJob): Promise<TunnelResult> {
-  const tally = new Tally();
+async function keep(job: TunnelJob, tally = new Tally()): Promise<TunnelResult> {
   await Promise.all(Array.from({ length: job.loops ?? 50 }, () => bulk(job, tally)));
   return tally.result();
 }

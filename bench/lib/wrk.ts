@@ -18,6 +18,7 @@ export interface WrkOptions {
 }
 
 const ERRORS = ['connect', 'read', 'write', 'status', 'timeout'] as const;
+type Err = (typeof ERRORS)[number];
 
 export interface WrkResult {
   readonly requests: number;
@@ -31,7 +32,7 @@ export interface WrkResult {
   readonly p99Ms: number;
   readonly maxMs: number;
   /** Socket errors and timeouts as wrk counts them; `status`: answers of 400 or more. */
-  readonly errors: Record<(typeof ERRORS)[number], number>;
+  readonly errors: Record<Err, number>;
 }
 
 /**
@@ -52,20 +53,17 @@ export async function wrk(o: WrkOptions): Promise<WrkResult> {
   }
   const raw = JSON.parse(line.slice('BENCH_JSON '.length)) as Record<string, number>;
   const f = (name: string) => raw[name] ?? Number.NaN;
-  const ms = ['p50_us', 'p90_us', 'p99_us', 'max_us'].map((k) => f(k) / 1000);
-  return result(f('requests'), f('duration_us') / 1e6, f('bytes'), ms, (e) => f(e));
+  const [p50Ms, p90Ms, p99Ms, maxMs] = ['p50_us', 'p90_us', 'p99_us', 'max_us'].map((k) => f(k) / 1000);
+  const times = { p50Ms: p50Ms!, p90Ms: p90Ms!, p99Ms: p99Ms!, maxMs: maxMs! };
+  return result(f('requests'), f('duration_us') / 1e6, f('bytes'), times, (e) => f(e));
 }
 
-function result(
-  requests: number,
-  durationS: number,
-  bytes: number,
-  [p50Ms = 0, p90Ms = 0, p99Ms = 0, maxMs = 0]: number[],
-  errorCount: (e: (typeof ERRORS)[number]) => number,
-): WrkResult {
+type Times = Pick<WrkResult, 'p50Ms' | 'p90Ms' | 'p99Ms' | 'maxMs'>;
+
+function result(requests: number, durationS: number, bytes: number, t: Times, count: (e: Err) => number) {
   const rates = { rps: requests / durationS, mibps: bytes / durationS / (1024 * 1024) };
-  const errors = Object.fromEntries(ERRORS.map((e) => [e, errorCount(e)])) as WrkResult['errors'];
-  return { requests, durationS, bytes, ...rates, p50Ms, p90Ms, p99Ms, maxMs, errors };
+  const errors = Object.fromEntries(ERRORS.map((e) => [e, count(e)])) as WrkResult['errors'];
+  return { requests, durationS, bytes, ...rates, ...t, errors };
 }
 
 /** Successful requests per second (answers below 400). */
@@ -75,19 +73,10 @@ export function goodput(w: WrkResult): number {
 
 /** Two runs of the same subject (the direct path before and after the gateways) as one. */
 export function pooled(a: WrkResult, b: WrkResult): WrkResult {
-  const ms = [
-    (a.p50Ms + b.p50Ms) / 2,
-    (a.p90Ms + b.p90Ms) / 2,
-    (a.p99Ms + b.p99Ms) / 2,
-    Math.max(a.maxMs, b.maxMs),
-  ];
-  return result(
-    a.requests + b.requests,
-    a.durationS + b.durationS,
-    a.bytes + b.bytes,
-    ms,
-    (e) => a.errors[e] + b.errors[e],
-  );
+  const [p50Ms, p90Ms, p99Ms] = (['p50Ms', 'p90Ms', 'p99Ms'] as const).map((k) => (a[k] + b[k]) / 2);
+  const t = { p50Ms: p50Ms!, p90Ms: p90Ms!, p99Ms: p99Ms!, maxMs: Math.max(a.maxMs, b.maxMs) };
+  const sum = (k: 'requests' | 'durationS' | 'bytes') => a[k] + b[k];
+  return result(sum('requests'), sum('durationS'), sum('bytes'), t, (e) => a.errors[e] + b.errors[e]);
 }
 
 /** Debian's wrk, installed with apt-get when missing and we are root. */

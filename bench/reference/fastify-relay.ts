@@ -1,14 +1,8 @@
 /**
- * The framework floor, for the bench's `floor` scenario: bench/reference/relay.ts on Rota's HTTP stack, with
- * the pipeline every Rota API call passes through and none of the gateway behind it.
- *
- *   wrk ──POST {url}──▶ Fastify 5 (request id, security headers, CORS, rate limit, TypeBox-validated
- *                        body, one pino request line) ──absolute-URI GET──▶ squid (round-robin) ──▶ target
- *
- * As in Rota: pino to stdout (batched, redaction on), a UUID request id, Rota's seven security headers,
- * @fastify/cors, @fastify/rate-limit with a generous in-memory limit, the body validated by a TypeBox
- * schema, the answer a JSON envelope of the same shape written as text. Not here: SSRF rules, selection,
- * breakers, retries, stats, Prometheus, auth. Not a product; the cost of the framework layer alone.
+ * The framework floor of the bench's `floor` scenario: relay.ts behind the pipeline every Rota API call
+ * passes through (BENCHMARKS.md, "Method"), as in Rota: pino to stdout (batched, redaction on), a UUID
+ * request id, Rota's security headers, @fastify/cors, @fastify/rate-limit (generous, in memory), a TypeBox
+ * body schema. Not here: SSRF rules, selection, breakers, retries, stats, Prometheus, auth.
  *
  *   node bench/reference/fastify-relay.ts <listen port> <proxy port>[,<proxy port>...]
  */

@@ -1,14 +1,9 @@
 /**
  * The forward-proxy floor: the least an HTTP forward proxy on Rota's stack can do, for the bench's `get`,
- * `connect` and `bulk` scenarios (bench/scenarios/listener.ts).
- *
- *   client ──GET http://target/… ──▶ relay (node:http) ──absolute-URI GET──▶ squid (round-robin) ──▶ target
- *   client ──CONNECT host:port────▶ relay ──raw socket, CONNECT host:port──▶ squid ──▶ target
- *
- * Absolute-URI requests go through one long-lived undici Pool per squid port (as Rota's outbound side
- * does), the answer written straight into the response with `Pool.stream`; CONNECT opens a socket to the
- * next squid port, sends CONNECT, and once squid answers 200 splices the two sockets. No validation, SSRF
- * rules, breakers, retries, logs or metrics.
+ * `connect` and `bulk` scenarios. Absolute-URI requests go through one long-lived undici Pool per squid port
+ * (as Rota's outbound side does), the answer written straight into the response with `Pool.stream`;
+ * CONNECT opens a socket to the next squid port, sends CONNECT, and once squid answers 200 splices the two
+ * sockets. No validation, SSRF rules, breakers, retries, logs or metrics.
  *
  *   node bench/reference/forward-relay.ts <listen port> <squid port>[,<squid port>...]
  */

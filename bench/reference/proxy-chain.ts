@@ -1,11 +1,7 @@
 /**
- * Apify proxy-chain (npm) as the peer forward proxy of the bench's `get`, `connect` and `bulk` scenarios,
- * chained to squid.
- *
- *   client ──▶ proxy-chain Server ──▶ squid (round-robin over every port, like Rota's pool) ──▶ target
- *
+ * Apify proxy-chain (npm), the peer forward proxy of the bench's `get`, `connect` and `bulk` scenarios.
  * `prepareRequestFunction` hands out the next squid port for every request and every CONNECT, so it
- * rotates over the same pool as Rota and the reference relay. Everything else is proxy-chain's default:
+ * rotates over the same pool as Rota and the forward relay. Everything else is proxy-chain's default:
  * absolute-URI requests go through Node's global http.Agent (keep-alive since Node 19) to squid, CONNECT
  * through a CONNECT to squid; no authentication.
  *

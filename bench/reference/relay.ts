@@ -1,12 +1,7 @@
 /**
- * The stack floor: the least a Node.js gateway on Rota's stack can do per call, for the bench's `floor`
- * scenario.
- *
- *   wrk ──POST {url}──▶ relay (node:http) ──absolute-URI GET──▶ squid (round-robin over ports) ──▶ target
- *
- * It parses the JSON body, sends the GET through one long-lived undici Pool per upstream proxy (as Rota
- * does) and answers a JSON envelope of the same shape. Nothing else: no validation, SSRF rules, rotation
- * strategy, breakers, retries, logs, metrics, rate limits or security headers. Not a product; a yardstick.
+ * The stack floor of the bench's `floor` scenario (BENCHMARKS.md, "Method"): the least a Node.js gateway on
+ * Rota's stack can do per call, a yardstick. Not here: validation, SSRF rules, rotation strategy, breakers,
+ * retries, logs, metrics, rate limits, security headers.
  *
  *   node bench/reference/relay.ts <listen port> <proxy port>[,<proxy port>...]
  */

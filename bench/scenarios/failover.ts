@@ -1,10 +1,9 @@
 import { startBlackholes } from '../lib/fixtures.ts';
-import { postOptions } from '../lib/measure.ts';
+import { postOptions, rssWatch } from '../lib/measure.ts';
 import { sleep } from '../lib/proc.ts';
 import { alone, type Ctx, type ScenarioResult } from '../lib/report.ts';
-import { addProxies, api, metric, startRota } from '../lib/rota.ts';
-import { rssWatch } from '../lib/sample.ts';
-import { wrk } from '../lib/wrk.ts';
+import { api, metric, startRotaWithPool } from '../lib/rota.ts';
+import { goodput, wrk } from '../lib/wrk.ts';
 
 /**
  * Failover: 5 live proxies (squid ports) interleaved with 5 that accept the connection and never answer,
@@ -27,17 +26,13 @@ export async function failover(ctx: Ctx): Promise<ScenarioResult> {
   const durationS = Math.max(ctx.loadS, 12); // the breakers need a few seconds past SETTLE_S
   const holes = await startBlackholes(5);
   const proxies = ctx.squid.ports.slice(0, 5).flatMap((p, i) => [p, holes.ports[i]!]);
-  const rota = await startRota({ name: 'failover', workDir: ctx.workDir, nodeFlags: ctx.rotaFlags });
+  const o = { name: 'failover', workDir: ctx.workDir, nodeFlags: ctx.rotaFlags };
+  const rota = await startRotaWithPool(o, proxies);
   try {
-    await addProxies(rota.base, proxies);
     ctx.log(`  failover: 5 live + 5 dead proxies, 50 connections, ${durationS} s`);
     const peakRss = rssWatch(rota.proc.pid);
-    const load = wrk({
-      ...postOptions(rota.base, ctx.target.jsonUrl),
-      connections: 50,
-      durationS,
-      timeoutS: 60,
-    });
+    const post = { ...postOptions(rota.base, ctx.target.jsonUrl), connections: 50 };
+    const load = wrk({ ...post, durationS, timeoutS: 60 });
     await sleep(SETTLE_S * 1000);
     const c0 = await counters(rota.base);
     await sleep((durationS - SETTLE_S - 0.5) * 1000);
@@ -55,7 +50,7 @@ export async function failover(ctx: Ctx): Promise<ScenarioResult> {
       rows: [
         alone(S, 'success %, 5 of 10 proxies dead', success, { min: 100 }),
         alone(S, 'upstream attempts per call after 5 s', perCall, { max: 1.2 }),
-        alone(S, 'req/s, 50 conns', (w.requests - w.errors.status) / w.durationS),
+        alone(S, 'req/s, 50 conns', goodput(w)),
         alone(S, 'p99 ms', w.p99Ms),
         alone(S, 'breakers open at the end', open),
       ],

@@ -1,16 +1,13 @@
-import { forwardOptions, type Measured, measureWrk, postOptions } from '../lib/measure.ts';
+import { subjectCpu as cpuOf, forwardOptions, measureWrk, postOptions } from '../lib/measure.ts';
 import { startReference } from '../lib/refs.ts';
 import { type Ctx, type ScenarioResult, versus } from '../lib/report.ts';
 import { startRotaWithPool } from '../lib/rota.ts';
-import { goodput, pooled, type WrkResult } from '../lib/wrk.ts';
+import { goodput, pooled } from '../lib/wrk.ts';
 
 /**
- * The relay floor: the least a Node.js gateway on Rota's stack can do per `POST request` call,
- * bench/reference/relay.ts (node:http, one undici Pool per squid port, the same JSON envelope), and the
- * same relay on Rota's HTTP layer, bench/reference/fastify-relay.ts (Fastify, request id, security
- * headers, CORS, rate limit, validated body, one log line), next to Rota, at 50 connections, between two
- * direct runs. The figure that matters is each gateway's own CPU per call: on 2 shared cores req/s moves
- * with everything else on the machine, CPU per call much less.
+ * The relay floor: bench/reference/relay.ts and fastify-relay.ts (BENCHMARKS.md, "Method") next to Rota,
+ * `POST request` at 50 connections, between two direct runs. The figure that matters is each gateway's own
+ * CPU per call: on 2 shared cores req/s moves with everything else on the machine, CPU per call much less.
  */
 async function gateway(ctx: Ctx, g: { base: string; pid: number; stop(): Promise<void> }) {
   try {
@@ -21,8 +18,6 @@ async function gateway(ctx: Ctx, g: { base: string; pid: number; stop(): Promise
 }
 const reference = async (ctx: Ctx, name: string) =>
   gateway(ctx, await startReference(ctx.workDir, name, ctx.squid.ports));
-
-const cpuOf = (m: Measured<WrkResult>) => m.cpu.perCallUs.subject ?? null;
 
 export async function floor(ctx: Ctx): Promise<ScenarioResult> {
   const url = ctx.target.jsonUrl;

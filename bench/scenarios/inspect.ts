@@ -2,12 +2,13 @@ import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { join } from 'node:path';
 import { serve, startTarget } from '../lib/fixtures.ts';
-import { forwardOptions, type Measured, measureTunnels, measureWrk } from '../lib/measure.ts';
-import { canConnect, freePort, run, startProcess, waitUntil } from '../lib/proc.ts';
-import { alone, type Ctx, type ScenarioResult, versus } from '../lib/report.ts';
+import { forwardOptions, type Measured, measureTunnels, measureWrk, subjectCpu } from '../lib/measure.ts';
+import { canConnect, freePort, must, run, startProcess, waitUntil } from '../lib/proc.ts';
+import { pipInstall } from '../lib/refs.ts';
+import { alone, type Ctx, type Row, type ScenarioResult, versus } from '../lib/report.ts';
 import { ROOT, startRotaForward } from '../lib/rota.ts';
 import { startSquid } from '../lib/squid.ts';
-import type { TunnelJob, TunnelResult } from '../lib/tunnels.ts';
+import type { TunnelResult } from '../lib/tunnels.ts';
 import { goodput, type WrkResult } from '../lib/wrk.ts';
 
 /**
@@ -20,28 +21,19 @@ import { goodput, type WrkResult } from '../lib/wrk.ts';
  *   tunnels.ts ─CONNECT, TLS, GETs─▶ Rota | mitmdump | squid ssl_bump ─CONNECT─▶ squid ─TLS─▶ HTTPS target
  *   wrk ─absolute-URI GET─▶ Rota ──▶ squid ──▶ HTTP target        (the plain GET, for the CPU ratio)
  */
-export const MITMPROXY_VERSION = '11.0.2';
+const MITMPROXY_VERSION = '11.0.2';
 const MITM = join(ROOT, 'bench', '.venv', 'mitmproxy');
 const HOSTS = Array.from({ length: 1000 }, (_, i) => `127.1.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`);
 /** Fewer leaves than hosts kept (mitmproxy keeps 100 too): each of the 1,000 hosts' connections makes one. */
 const LEAVES_KEPT = '100';
 const BUMP_CACHE = 'generate-host-certificates=on dynamic_cert_mem_cache_size=16MB';
 
-async function must(cmd: string, args: string[], opts = {}): Promise<string> {
-  const r = await run(cmd, args, { timeoutMs: 900_000, ...opts });
-  if (r.code !== 0) throw new Error(`${cmd} ${args[0]} failed: ${(r.stderr || r.stdout).trim().slice(-300)}`);
-  return r.stdout;
-}
-
 /** mitmproxy from PyPI into a venv of its own (its pins differ from proxywhirl's). */
 async function ensureMitmproxy(log: (m: string) => void): Promise<string> {
   const bin = join(MITM, 'bin', 'mitmdump');
   const has = async () =>
     existsSync(bin) && (await run(bin, ['--version'])).stdout.includes(MITMPROXY_VERSION);
-  if (await has()) return bin;
-  log(`installing mitmproxy ${MITMPROXY_VERSION} into bench/.venv/mitmproxy (pip)...`);
-  await must('python3', ['-m', 'venv', MITM]);
-  await must(join(MITM, 'bin', 'pip'), ['install', '-q', `mitmproxy==${MITMPROXY_VERSION}`]);
+  await pipInstall(MITM, [`mitmproxy==${MITMPROXY_VERSION}`], has, log);
   return bin;
 }
 
@@ -102,7 +94,7 @@ async function mitmproxy(ctx: Ctx, c: Certs, bin: string): Promise<Inspector> {
   return { name: 'mitmproxy', port, pid: proc.pid, ca, stop: () => proc.stop() };
 }
 
-/** squid-openssl bumping every CONNECT at once (client-first), sending what it bumped to squid (cache_peer). */
+/** squid-openssl bumping every CONNECT at once (client-first), sending what it bumped to squid (peer). */
 async function squidBump(ctx: Ctx, c: Certs): Promise<Inspector> {
   const bin = await ensureSquidOpenssl(join(ctx.workDir, 'squid-openssl'));
   const certgen = join(ctx.workDir, 'squid-openssl', 'usr', 'lib', 'squid', 'security_file_certgen');
@@ -119,12 +111,18 @@ async function squidBump(ctx: Ctx, c: Certs): Promise<Inspector> {
     await must(certgen, ['-c', '-s', join(dir, 'ssl_db'), '-M', '16MB']);
     if (process.getuid?.() === 0) await must('chown', ['-R', 'proxy:proxy', dir, c.bumpKey]);
   };
-  const s = await startSquid(ctx.workDir, 1, 'squid-bump', bin, lines, init);
+  const s = await startSquid(ctx.workDir, 1, { name: 'squid-bump', bin, lines, init });
   const ca = readFileSync(c.bumpCert, 'utf8');
   return { name: 'squid ssl_bump', port: s.ports[0]!, pid: s.proc.pid, ca, stop: () => s.proc.stop() };
 }
 
-const proxyCpu = (m: Measured<unknown> | undefined) => m?.cpu.perCallUs.subject ?? null;
+type M = Measured<TunnelResult>;
+type ByName = Record<string, M>;
+type Load = 'keep' | 'one' | 'many' | 'plain';
+interface Runs extends Readonly<Record<'keep' | 'one' | 'many', ByName>> {
+  plain?: Measured<WrkResult>;
+  readonly errors: Record<string, string>;
+}
 
 export async function inspect(ctx: Ctx): Promise<ScenarioResult> {
   const dir = join(ctx.workDir, 'inspect');
@@ -133,78 +131,60 @@ export async function inspect(ctx: Ctx): Promise<ScenarioResult> {
   const certs = await certificates(dir);
   const tlsFiles = { key: readFileSync(certs.key), cert: readFileSync(certs.cert) };
   const target = await startTarget(https.createServer(tlsFiles, serve), '::');
-  const authority = `localhost:${target.port}`;
-  type M = Measured<TunnelResult>;
-  const [keep, one, many]: [Record<string, M>, Record<string, M>, Record<string, M>] = [{}, {}, {}];
-  const errors: Record<string, string> = {};
-  let plain: Measured<WrkResult> | undefined;
-  const load = (i: Inspector, o: Partial<TunnelJob> = {}) => {
-    const base = { mode: 'keep', proxyPort: i.port, authority, path: '/json', loops: 50 } as const;
-    return measureTunnels(ctx, { ...base, ...o, tls: { ca: i.ca, ...o.tls } }, i.pid);
-  };
-  const hosts = (i: Inspector) => load(i, { mode: 'rate', tls: { ca: i.ca, hosts: HOSTS } });
-  /** Starts one inspector, runs its loads (kept-alive, one host, 1,000 hosts), stops it; a failure is kept. */
-  const each = async (
-    name: string,
-    start: () => Promise<Inspector>,
-    loads: Array<Record<string, M> | null>,
-  ) => {
+  const r: Runs = { keep: {}, one: {}, many: {}, errors: {} };
+  /** Starts one inspector, runs `loads` in this order, stops it; a failure is kept. */
+  const each = async (name: string, start: () => Promise<Inspector>, loads: Load[]) => {
     ctx.log(`  ${name}`);
     let i: Inspector | undefined;
     try {
       i = await start();
-      for (const [k, r] of loads.entries())
-        if (r) r[name] = await (k === 2 ? hosts(i) : load(i, k ? { mode: 'rate' } : {}));
-      if (name !== 'Rota' || !loads[0]) return;
-      plain = await measureWrk(
-        ctx,
-        { ...forwardOptions(i.port, ctx.target.jsonUrl), connections: 50 },
-        i.pid,
-      );
+      const [tls, authority] = [{ ca: i.ca }, `localhost:${target.port}`];
+      const keep = { mode: 'keep', proxyPort: i.port, authority, path: '/json', loops: 50, tls } as const;
+      const one = { ...keep, mode: 'rate' } as const;
+      const jobs = { keep, one, many: { ...one, tls: { ...tls, hosts: HOSTS } } };
+      const plain = { ...forwardOptions(i.port, ctx.target.jsonUrl), connections: 50 };
+      for (const l of loads) {
+        if (l === 'plain') r.plain = await measureWrk(ctx, plain, i.pid);
+        else r[l][name] = await measureTunnels(ctx, jobs[l], i.pid);
+      }
     } catch (e) {
-      errors[name] = (e as Error).message;
-      ctx.log(`  ${name} failed: ${errors[name]}`);
+      r.errors[name] = (e as Error).message;
+      ctx.log(`  ${name} failed: ${r.errors[name]}`);
     } finally {
       await i?.stop();
     }
   };
   try {
-    await each('Rota', () => rota(ctx, certs, 'localhost'), [keep, one]);
-    await each('Rota', () => rota(ctx, certs, '*', { ROTA_INSPECT_CACHE: LEAVES_KEPT }), [null, null, many]);
-    await each('mitmproxy', async () => mitmproxy(ctx, certs, await ensureMitmproxy(ctx.log)), [
-      keep,
-      one,
-      many,
-    ]);
-    await each('squid ssl_bump', () => squidBump(ctx, certs), [keep, one]);
+    await each('Rota', () => rota(ctx, certs, 'localhost'), ['keep', 'one', 'plain']);
+    await each('Rota', () => rota(ctx, certs, '*', { ROTA_INSPECT_CACHE: LEAVES_KEPT }), ['many']);
+    const mitm = async () => mitmproxy(ctx, certs, await ensureMitmproxy(ctx.log));
+    await each('mitmproxy', mitm, ['keep', 'one', 'many']);
+    await each('squid ssl_bump', () => squidBump(ctx, certs), ['keep', 'one']);
   } finally {
     await target.close();
   }
-  const raw = { keep, one, many, plain, errors };
+  return { raw: r, rows: rows(r) };
+}
+
+function rows({ keep, one, many, plain }: Runs): Row[] {
   const S = 'HTTPS inspection';
   /** Rota's figure against each other inspector measured (mitmproxy's with `min`), or alone. */
-  const rows = (metric: string, r: Record<string, M>, f: (x: M) => number | null, min?: number) => {
-    const refs = Object.keys(r).filter((n) => n !== 'Rota');
-    if (refs.length === 0) return [alone(S, metric, r.Rota ? f(r.Rota) : null)];
-    const rota = r.Rota ? f(r.Rota) : null;
-    return refs.map((n) =>
-      versus(S, metric, rota, n, f(r[n]!), n === 'mitmproxy' && min ? { min } : undefined),
-    );
+  const vs = (metric: string, by: ByName, f: (x: M) => number | null, min?: number) => {
+    const [refs, rota] = [Object.keys(by).filter((n) => n !== 'Rota'), by.Rota ? f(by.Rota) : null];
+    if (refs.length === 0) return [alone(S, metric, rota)];
+    const bound = (n: string) => (n === 'mitmproxy' && min ? { min } : undefined);
+    return refs.map((n) => versus(S, metric, rota, n, f(by[n]!), bound(n)));
   };
   const perS = (x: M) => x.load.perS;
-  return {
-    raw,
-    rows: [
-      ...rows('GETs/s, 50 kept-alive conns', keep, perS, 3),
-      ...rows('proxy CPU µs per GET', keep, proxyCpu),
-      versus(S, 'proxy CPU µs per GET', proxyCpu(keep.Rota), 'Rota absolute-URI GET', proxyCpu(plain), {
-        max: 2,
-      }),
-      alone(S, 'absolute-URI GETs/s, 50 conns', plain ? goodput(plain.load) : null),
-      ...rows('new conns/s, 1 host (CONNECT, TLS, GET)', one, perS),
-      ...rows('proxy CPU µs per new conn, 1 host', one, proxyCpu),
-      ...rows('new conns/s, 1,000 hosts, a leaf each', many, perS),
-      ...rows('proxy CPU µs per new conn, 1,000 hosts', many, proxyCpu),
-    ],
-  };
+  const plainCpu = ['Rota absolute-URI GET', subjectCpu(plain), { max: 2 }] as const;
+  return [
+    ...vs('GETs/s, 50 kept-alive conns', keep, perS, 3),
+    ...vs('proxy CPU µs per GET', keep, subjectCpu),
+    versus(S, 'proxy CPU µs per GET', subjectCpu(keep.Rota), ...plainCpu),
+    alone(S, 'absolute-URI GETs/s, 50 conns', plain ? goodput(plain.load) : null),
+    ...vs('new conns/s, 1 host (CONNECT, TLS, GET)', one, perS),
+    ...vs('proxy CPU µs per new conn, 1 host', one, subjectCpu),
+    ...vs('new conns/s, 1,000 hosts, a leaf each', many, perS),
+    ...vs('proxy CPU µs per new conn, 1,000 hosts', many, subjectCpu),
+  ];
 }

@@ -1,4 +1,4 @@
-import { forwardOptions, type Measured, measureTunnels, measureWrk } from '../lib/measure.ts';
+import { forwardOptions, type Measured, measureTunnels, measureWrk, subjectCpu } from '../lib/measure.ts';
 import { type Forward, startForwards } from '../lib/refs.ts';
 import { alone, type Bound, type Ctx, type Row, type ScenarioResult, versus } from '../lib/report.ts';
 import type { TunnelJob, TunnelResult } from '../lib/tunnels.ts';
@@ -6,8 +6,7 @@ import { goodput, pooled } from '../lib/wrk.ts';
 
 /**
  * Rota's HTTP forward-proxy listener (ROTA_PROXY_PORT) against squid itself (direct), Apify proxy-chain
- * (bench/reference/proxy-chain.ts) and the forward relay (bench/reference/forward-relay.ts: the least a
- * forward proxy on Rota's stack can do), every one chained to the same squid, measured one at a time.
+ * and the forward relay (bench/reference), every one chained to the same squid, measured one at a time.
  *
  *   wrk / tunnels ──▶ squid ──▶ target                                       (direct)
  *   wrk / tunnels ──▶ Rota | proxy-chain | relay ──▶ squid (10 ports) ──▶ target
@@ -15,20 +14,12 @@ import { goodput, pooled } from '../lib/wrk.ts';
 type Name = Forward['name'];
 type Results<T> = Map<Name, Measured<T>>;
 type Each<T> = (f: Forward) => Promise<Measured<T>>;
-const LABEL: Record<Name, string> = {
-  direct: 'direct',
-  rota: 'Rota',
-  'proxy-chain': 'proxy-chain',
-  relay: 'forward relay',
-};
 /** The process whose CPU and RSS are read: none for squid itself (it is shared, and read anyway). */
 const subject = (f: Forward) => (f.name === 'direct' ? null : f.pid);
-const proxyCpu = <T>(m: Measured<T>) => m.cpu.perCallUs.subject ?? null;
 
 /** Starts the four proxies, measures each with `each`, then direct again, pooled with its first run. */
 async function eachForward<T>(ctx: Ctx, each: Each<T>, directAfter: (a: T, b: T) => T): Promise<Results<T>> {
-  const squid = { ports: ctx.squid.ports, pid: ctx.squid.proc.pid };
-  const forwards = await startForwards(ctx.workDir, squid, ctx.target.jsonUrl, ctx.rotaFlags);
+  const forwards = await startForwards(ctx);
   const out: Results<T> = new Map();
   try {
     for (const f of forwards) {
@@ -46,12 +37,9 @@ async function eachForward<T>(ctx: Ctx, each: Each<T>, directAfter: (a: T, b: T)
 
 /** Rows of Rota's figure `f` against each reference of `refs`, with its target if any. */
 function against<T>(S: string, metric: string, r: Results<T>, f: (m: Measured<T>) => number | null) {
-  const of = (n: Name) => {
-    const m = r.get(n);
-    return m === undefined ? null : f(m);
-  };
+  const of = (n: Name) => (r.has(n) ? f(r.get(n)!) : null);
   return (...refs: Array<[Name, Bound?]>): Row[] =>
-    refs.map(([n, bound]) => versus(S, metric, of('rota'), LABEL[n], of(n), bound));
+    refs.map(([n, bound]) => versus(S, metric, of('Rota'), n, of(n), bound));
 }
 
 /** Absolute-URI GETs of the small JSON at 50 connections, then the added latency at 1 connection. */
@@ -65,14 +53,14 @@ export async function get(ctx: Ctx): Promise<ScenarioResult> {
   const one = await eachForward(ctx, run(1), pooled);
   const S = 'Absolute-URI GET';
   const p50 = (n: Name) => one.get(n)?.load.p50Ms ?? Number.NaN;
-  const added = p50('rota') - p50('direct');
+  const added = p50('Rota') - p50('direct');
   const rows: Row[] = [
     ...against(S, 'req/s, 50 conns', many, (m) => goodput(m.load))(
       ['proxy-chain', { min: 1.2 }],
       ['direct', { min: 0.5 }],
-      ['relay', { min: 0.85 }],
+      ['forward relay', { min: 0.85 }],
     ),
-    ...against(S, 'proxy CPU µs per GET', many, proxyCpu)(['relay'], ['proxy-chain']),
+    ...against(S, 'proxy CPU µs per GET', many, subjectCpu)(['forward relay'], ['proxy-chain']),
     ...against(S, 'p50 ms, 1 conn', one, (m) => m.load.p50Ms)(['proxy-chain']),
     alone(S, 'added p50 ms, 1 conn', Number.isFinite(added) ? added : null, { max: 0.2 }),
   ];
@@ -87,11 +75,7 @@ function pooledTunnels(a: TunnelResult, b: TunnelResult): TunnelResult {
 }
 
 /** A CONNECT load (bench/lib/tunnels.ts) through each forward proxy to the target. */
-function tunnelRuns(
-  ctx: Ctx,
-  job: Omit<TunnelJob, 'durationS' | 'proxyPort' | 'authority'>,
-  seconds?: number,
-) {
+function tunnelRuns(ctx: Ctx, job: Pick<TunnelJob, 'mode' | 'path' | 'loops'>, seconds?: number) {
   const authority = new URL(ctx.target.jsonUrl).host;
   const each = (f: Forward) =>
     measureTunnels(ctx, { ...job, authority, proxyPort: f.port }, subject(f), seconds);
@@ -103,9 +87,10 @@ export async function connect(ctx: Ctx): Promise<ScenarioResult> {
   ctx.log('  CONNECT tunnels/s, 50 loops');
   const r = await tunnelRuns(ctx, { mode: 'rate', path: '/json', loops: 50 });
   const S = 'CONNECT tunnels';
+  const perS = against(S, 'tunnels/s', r, (m) => m.load.perS);
   const rows = [
-    ...against(S, 'tunnels/s', r, (m) => m.load.perS)(['proxy-chain', { min: 1.2 }], ['relay'], ['direct']),
-    ...against(S, 'proxy CPU µs per tunnel', r, proxyCpu)(['relay'], ['proxy-chain']),
+    ...perS(['proxy-chain', { min: 1.2 }], ['forward relay'], ['direct']),
+    ...against(S, 'proxy CPU µs per tunnel', r, subjectCpu)(['forward relay'], ['proxy-chain']),
   ];
   return { rows, raw: Object.fromEntries(r) };
 }
@@ -115,11 +100,7 @@ export async function bulk(ctx: Ctx): Promise<ScenarioResult> {
   const seconds = Math.min(10, ctx.loadS);
   ctx.log(`  bulk through one tunnel, ${seconds} s`);
   const r = await tunnelRuns(ctx, { mode: 'bulk', path: `/stream?bytes=${64 * 1024 * 1024}` }, seconds);
-  const rows = against(
-    'Bulk through a tunnel',
-    'MiB/s',
-    r,
-    (m) => m.load.mibps,
-  )(['direct', { min: 0.9 }], ['relay'], ['proxy-chain']);
+  const mibps = against('Bulk through a tunnel', 'MiB/s', r, (m) => m.load.mibps);
+  const rows = mibps(['direct', { min: 0.9 }], ['forward relay'], ['proxy-chain']);
   return { rows, raw: Object.fromEntries(r) };
 }

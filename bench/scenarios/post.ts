@@ -32,7 +32,6 @@ async function phaseRuns(ctx: Ctx, phase: Phase): Promise<Runs> {
   ctx.log(`  POST request, ${phase.key}: direct, Rota, direct, proxywhirl`);
   const rotaOptions = { name: `post-${phase.key}`, workDir: ctx.workDir, nodeFlags: ctx.rotaFlags };
   const rota = await startRotaWithPool(rotaOptions, ports, url);
-  const runs: Partial<Runs> = {};
   // proxywhirl failing to start is a cell of the table, not the end of the scenario.
   const pw = await startProxywhirl(ctx.workDir, ports, ctx.proxywhirlError).catch(
     (e: unknown) => `proxywhirl: ${(e as Error).message}`,
@@ -40,43 +39,28 @@ async function phaseRuns(ctx: Ctx, phase: Phase): Promise<Runs> {
   try {
     if (typeof pw !== 'string') await probe(pw.base, url, pw.headers);
     const before = await direct();
-    runs.rota = await call(rota.base, rota.proc.pid);
+    const mine = await call(rota.base, rota.proc.pid);
     const after = await direct();
-    runs.direct = { ...before, load: pooled(before.load, after.load) };
-    runs.proxywhirl = typeof pw === 'string' ? pw : await call(pw.base, pw.pid, pw.headers);
+    const proxywhirl = typeof pw === 'string' ? pw : await call(pw.base, pw.pid, pw.headers);
+    return { rota: mine, direct: { ...before, load: pooled(before.load, after.load) }, proxywhirl };
   } finally {
     await rota.stop();
     if (typeof pw !== 'string') await pw.stop();
   }
-  return runs as Runs;
 }
 
-const fig = (m: Measured<WrkResult> | string, f: (w: WrkResult) => number) =>
-  typeof m === 'string' ? null : f(m.load);
-const [p50, p99, mibps] = [(w: WrkResult) => w.p50Ms, (w: WrkResult) => w.p99Ms, (w: WrkResult) => w.mibps];
+type F = (w: WrkResult) => number;
+const fig = (m: Measured<WrkResult> | string, f: F) => (typeof m === 'string' ? null : f(m.load));
+const [p50, p99, mibps]: [F, F, F] = [(w) => w.p50Ms, (w) => w.p99Ms, (w) => w.mibps];
 
 function rows(all: Record<Phase['key'], Runs>): Row[] {
   const S = 'POST request';
   const { json50: a, json1: b, big10: c } = all;
-  const cmp = (
-    metric: string,
-    r: Runs,
-    f: (w: WrkResult) => number,
-    ref: 'direct' | 'proxywhirl',
-    bound?: Bound,
-  ) =>
-    versus(
-      S,
-      metric,
-      fig(r.rota, f),
-      ref === 'direct' ? ref : `proxywhirl ${PROXYWHIRL_VERSION}`,
-      fig(r[ref], f),
-      bound,
-    );
+  const label = { direct: 'direct', proxywhirl: `proxywhirl ${PROXYWHIRL_VERSION}` };
+  const cmp = (metric: string, r: Runs, f: F, ref: 'direct' | 'proxywhirl', bound?: Bound) =>
+    versus(S, metric, fig(r.rota, f), label[ref], fig(r[ref], f), bound);
   const addedP50 = (fig(b.rota, p50) ?? Number.NaN) - (fig(b.direct, p50) ?? Number.NaN);
-  const peaks = [a, b, c].map((r) =>
-    typeof r.rota === 'string' ? Number.NaN : (r.rota.peakMb ?? Number.NaN),
-  );
+  const peaks = [a, b, c].map(({ rota: m }) => (typeof m === 'string' ? null : m.peakMb) ?? Number.NaN);
   const peak = peaks.some(Number.isNaN) ? null : Math.max(...peaks);
   const big = 'MiB/s, 1 MiB bodies, 10 conns';
   return [

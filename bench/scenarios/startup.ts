@@ -1,10 +1,10 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { median, waitForQuiet } from '../lib/measure.ts';
 import { populatedDatabase } from '../lib/populate.ts';
 import { run, sleep, startProcess } from '../lib/proc.ts';
 import { alone, type Ctx, type ScenarioResult, versus } from '../lib/report.ts';
 import { listenerEnv, startRota } from '../lib/rota.ts';
-import { median, waitForQuiet } from '../lib/sample.ts';
 
 /**
  * Start-up and memory of Rota as `npm start` runs it once built (`node <its flags> dist/main.js`,
@@ -23,8 +23,7 @@ function rssMb(pid: number): number {
 }
 
 async function starts(ctx: Ctx, name: string, env: Record<string, string>, count = STARTS) {
-  const readyMs: number[] = [];
-  const rss: number[] = [];
+  const [readyMs, rss]: [number[], number[]] = [[], []];
   await waitForQuiet(ctx.patient ? 120 : 0, ctx.log);
   for (let i = 0; i < count; i++) {
     const o = { name, workDir: ctx.workDir, direct: true, nodeFlags: ctx.rotaFlags };
@@ -47,9 +46,8 @@ async function bareNode(ctx: Ctx) {
     await run(process.execPath, ['-e', '0']);
     times.push(performance.now() - t0);
   }
-  const proc = startProcess('bare-node', process.execPath, ['-e', 'setInterval(()=>{},1e9)'], {
-    logPath: join(ctx.workDir, 'logs', 'bare-node.log'),
-  });
+  const logPath = join(ctx.workDir, 'logs', 'bare-node.log');
+  const proc = startProcess('bare-node', process.execPath, ['-e', 'setInterval(()=>{},1e9)'], { logPath });
   try {
     await sleep(1_000 + SETTLE_MS);
     return { startMs: median(times), rssMb: rssMb(proc.pid) };
