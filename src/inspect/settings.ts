@@ -82,6 +82,8 @@ export class InspectionSettings {
   /** Whether the tunnel to `host` (a CONNECT target's or SNI host) is inspected. */
   decide(host: string, clientAsk: ClientAsk): boolean {
     const c = this.#current();
+    // Every CONNECT and SOCKS5 tunnel asks: with inspection unused, the answer costs no normalisation.
+    if (clientAsk === undefined && c.hosts.patterns.length === 0) return false;
     const h = normalizeHost(host);
     if (c.passthrough.matchesNormal(h)) return false;
     if (clientAsk !== undefined) return clientAsk === 'on';

@@ -53,6 +53,13 @@ describe('the internals the runtime tricks rely on', () => {
     assert.equal(loaded, 'true', 'loading fastify’s server module loads node:http2');
   });
 
+  it('head-order: undici writes a request head as one latin1 string, host second, connection third', () => {
+    const h1 = readFileSync(require.resolve('undici/lib/dispatcher/client-h1.js'), 'utf8');
+    assert.match(h1, /header \+= `host: \$\{host\}\\r\\n`/);
+    assert.match(h1, /header \+= 'connection: keep-alive\\r\\n'/);
+    assert.match(h1, /socket\.write\(`\$\{header\}\\r\\n`, 'latin1'\)/);
+  });
+
   it('node-flags: process.execve exists (the re-exec in place)', () => {
     assert.equal(typeof (process as { execve?: unknown }).execve, 'function');
   });

@@ -15,6 +15,8 @@ import { switchWord } from '../lib/switch-words.ts';
  * | node-http     | an ES import of node:http reads its lazy undici getters    | start-up (node-http.ts)        |
  * | undici-agent  | undici/lib/dispatcher/{agent,pool}.js are undici's classes | heap, start-up (undici-agent)  |
  * | lazy-http2    | fastify/lib/server.js requires node:http2 as it loads      | start-up (lazy-http2.ts)       |
+ * | head-order    | undici writes a request head as one latin1 string, host    | the client's header order      |
+ * |               | second and connection third (client-h1.js)                 | upstream (head-order.ts)       |
  *
  * The switch: ROTA_RUNTIME_OFF, a comma list of tricks to leave out (or `all`), read once. node-flags
  * and compile-cache also keep their own words (ROTA_NODE_FLAGS=off, ROTA_COMPILE_CACHE=off). lazy-http2
@@ -28,6 +30,7 @@ export const TRICKS = [
   'node-http',
   'undici-agent',
   'lazy-http2',
+  'head-order',
 ] as const;
 export type Trick = (typeof TRICKS)[number];
 

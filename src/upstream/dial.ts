@@ -3,10 +3,10 @@ import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { buildConnector } from 'undici';
 import type { CallerSignal } from '../lib/abort.ts';
+import { HEAD_ORDER, placeHeads } from '../runtime/head-order.ts';
 import { type Agent, newAgent, newPool, type Pool } from '../runtime/undici-agent.ts';
 import { classifyTargetTlsError, dialTimeout } from './classify.ts';
 import type { DirectReads } from './direct-reads.ts';
-import { placeHeads } from './head-order.ts';
 import { UpstreamError, type UpstreamTlsOptions } from './types.ts';
 
 /**
@@ -256,7 +256,7 @@ export function toConnector(
       (socket) => {
         markReuse(socket);
         // Host and Connection where the client had them (head-order.ts), on every request of this socket.
-        placeHeads(socket);
+        if (HEAD_ORDER) placeHeads(socket);
         callback(null, socket);
       },
       (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), null),

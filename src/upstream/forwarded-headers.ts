@@ -11,7 +11,7 @@
  *
  * Names are compared without lowering them into new strings: most headers keep their name as is.
  */
-import { SLOT } from './head-order.ts';
+import { HEAD_ORDER, SLOT } from '../runtime/head-order.ts';
 
 const KEEP = 0;
 const DROP = 1;
@@ -89,9 +89,9 @@ export function forwardedHeaders(pairs: readonly string[], opts: ForwardOptions 
     if (k === KEEP || (k === CONTENT_LENGTH && opts.dropContentLength !== true)) out.push(name, value);
     else if (k === HOST && !host) {
       host = true;
-      out.push(SLOT, name);
+      if (HEAD_ORDER) out.push(SLOT, name);
     } else if (k === CONNECTION) {
-      if (!connection) out.push(SLOT, name);
+      if (!connection && HEAD_ORDER) out.push(SLOT, name);
       connection = true;
       listed = listedIn(value, listed);
     }

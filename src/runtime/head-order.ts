@@ -3,6 +3,7 @@
  *
  * undici keeps the names and the order of the headers it is given (an array of name/value pairs is
  * written as is), but it writes every request head itself as one string, always in this shape
+ * (internals.test.ts fails when its client no longer does)
  * (node_modules/undici/lib/dispatcher/client-h1.js, writeH1):
  *
  *     GET /path HTTP/1.1\r\n
@@ -24,6 +25,13 @@
  * the headers), and the values of Host (the target URL's authority) and Connection (undici's own choice).
  */
 import type net from 'node:net';
+import { trickOn } from './tricks.ts';
+
+/**
+ * The `head-order` trick (tricks.ts): on unless ROTA_RUNTIME_OFF names it. Off, no slot is written
+ * (forwarded-headers.ts) and no head is touched: undici's Host and Connection lines stay where it puts them.
+ */
+export const HEAD_ORDER = trickOn('head-order');
 
 /** The slot header's name; X-Rota-* never comes from a client, so no client header can be taken for one. */
 export const SLOT = 'x-rota-slot';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { forwardedHeaders, objectPairs } from './forwarded-headers.ts';
+import { forwardedHeaders, objectPairs } from '../upstream/forwarded-headers.ts';
 import { placeHead, SLOT } from './head-order.ts';
 
 const REQUEST = 'GET /p HTTP/1.1\r\nhost: site:80\r\nconnection: keep-alive\r\n';
