@@ -91,6 +91,8 @@ export interface Config {
   readonly inspectCa: CaFiles | null;
   /** Leaf TLS contexts inspection keeps at most, least recently used out (ROTA_INSPECT_CACHE). */
   readonly inspectCacheMax: number;
+  /** Hosts one client address may have a new leaf made for, per minute (each costs ~5 ms of CPU). */
+  readonly inspectNewHostsPerMinute: number;
   /** Host patterns whose tunnels are inspected without the client asking (ROTA_INSPECT_HOSTS); empty: none. */
   readonly inspectHosts: readonly string[];
 }
@@ -209,6 +211,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowedHosts: parseAllowedHosts(r, r.str('ROTA_HOST', '127.0.0.1')),
     inspectCa: parseCaFiles(r),
     inspectCacheMax: r.int('ROTA_INSPECT_CACHE', 10_000, 1, 10_000_000),
+    inspectNewHostsPerMinute: r.int('ROTA_INSPECT_NEW_HOSTS_PER_MINUTE', 600, 1, 10_000_000),
     inspectHosts: readPatternList(r, 'ROTA_INSPECT_HOSTS'),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {

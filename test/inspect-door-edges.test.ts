@@ -117,7 +117,11 @@ describe('inspection: targets, passthrough, SOCKS5, the username key', () => {
 
 describe('inspection: a thousand distinct hosts', () => {
   test('the leaf cache stays bounded and the descriptors come back', async () => {
-    const { t, ca } = await app({ ROTA_INSPECT_HOSTS: '*', ROTA_INSPECT_CACHE: '100' });
+    const { t, ca } = await app({
+      ROTA_INSPECT_HOSTS: '*',
+      ROTA_INSPECT_CACHE: '100',
+      ROTA_INSPECT_NEW_HOSTS_PER_MINUTE: '10000',
+    });
     try {
       const fds = () => readdirSync('/proc/self/fd').length;
       const baseline = fds();
@@ -143,6 +147,33 @@ describe('inspection: a thousand distinct hosts', () => {
       const deadline = Date.now() + 5_000;
       while (fds() > baseline + 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       assert.ok(fds() <= baseline + 2, `fds ${fds()} against ${baseline}`);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('inspection: a client naming ever new hosts', () => {
+  test('past its budget of new hosts a minute its tunnels close; kept hosts and other clients go on', async () => {
+    const { t, ca } = await app({ ROTA_INSPECT_HOSTS: '*', ROTA_INSPECT_NEW_HOSTS_PER_MINUTE: '3' });
+    const handshake = async (host: string, localAddress?: string): Promise<boolean> => {
+      const tun = await connectVia(t.httpPort, `${host}:443`, {}, localAddress);
+      assert.equal(tun.status, 200);
+      return new Promise<boolean>((resolve) => {
+        const s = tls.connect({ socket: tun.socket, ca, host }, () => {
+          s.destroy();
+          resolve(true);
+        });
+        s.once('error', () => resolve(false));
+      });
+    };
+    try {
+      for (const i of [1, 2, 3]) assert.equal(await handshake(`127.2.0.${i}`), true, `new host ${i}`);
+      assert.equal(await handshake('127.2.0.4'), false, 'a fourth new host this minute: closed');
+      assert.equal(t.services.listeners.metrics.handshakes.leaf_budget, 1);
+      assert.equal(t.services.inspection.leaves.made, 3, 'no leaf made for it');
+      assert.equal(await handshake('127.2.0.2'), true, 'a kept host costs nothing');
+      assert.equal(await handshake('127.2.0.4', '127.0.0.9'), true, 'another client has its own budget');
     } finally {
       await t.close();
     }

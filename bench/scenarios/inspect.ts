@@ -156,7 +156,15 @@ export async function inspect(ctx: Ctx): Promise<ScenarioResult> {
   };
   try {
     await each('Rota', () => rota(ctx, certs, 'localhost'), ['keep', 'one', 'plain']);
-    await each('Rota', () => rota(ctx, certs, '*', { ROTA_INSPECT_CACHE: LEAVES_KEPT }), ['many']);
+    await each(
+      'Rota',
+      () =>
+        rota(ctx, certs, '*', {
+          ROTA_INSPECT_CACHE: LEAVES_KEPT,
+          ROTA_INSPECT_NEW_HOSTS_PER_MINUTE: '1000000',
+        }),
+      ['many'],
+    );
     const mitm = async () => mitmproxy(ctx, certs, await ensureMitmproxy(ctx.log));
     await each('mitmproxy', mitm, ['keep', 'one', 'many']);
     await each('squid ssl_bump', () => squidBump(ctx, certs), ['keep', 'one']);

@@ -34,12 +34,20 @@ import { splice } from './splice.ts';
 /** What the door needs of the certificate room (src/inspect/leaves.ts). */
 export interface LeafSource {
   contextFor(host: string): Promise<tls.SecureContext>;
+  /** True when asking for `host` makes no new leaf (kept, or being made). */
+  has(host: string): boolean;
 }
 
 export interface InspectDoorDeps extends HttpDoorDeps {
   readonly leaves: LeafSource;
   /** Told once per host whose clients refuse Rota's certificate. */
   readonly onClientRefused: (host: string, err: Error) => void;
+  /**
+   * Whether this client may have one more leaf made (a host not kept yet). A leaf costs ~5 ms of CPU and
+   * they are made one at a time: without a budget one client naming ever new hosts would hold up every
+   * other client's new hosts and burn a core (ROTA_INSPECT_NEW_HOSTS_PER_MINUTE per client address).
+   */
+  readonly mayMakeLeaf: (socket: net.Socket) => boolean;
 }
 
 /**
@@ -177,6 +185,11 @@ async function terminateTls(
   target: TunnelTarget,
   params: ProxyParams,
 ): Promise<void> {
+  if (!d.leaves.has(target.hostname) && !d.mayMakeLeaf(socket)) {
+    d.metrics.handshake('leaf_budget');
+    socket.destroy();
+    return;
+  }
   let context: tls.SecureContext;
   try {
     context = await d.leaves.contextFor(target.hostname);

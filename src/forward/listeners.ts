@@ -8,6 +8,8 @@ import type { AuditLog } from '../audit/audit.ts';
 import { AuthFailureBudget } from '../auth/budget.ts';
 import type { Config } from '../config.ts';
 import type { RateCounter } from '../lib/rate-counter.ts';
+import { MemoryRateCounter } from '../lib/rate-counter.ts';
+import { peerKey } from '../net/connection-caps.ts';
 import type { ConnectionGuard } from '../net/connection-guard.ts';
 import type { Executor } from '../outbound/executor.ts';
 import type { CallPrelude } from '../outbound/prelude.ts';
@@ -96,9 +98,13 @@ export class Listeners {
     const { leaves, settings } = inspection;
     this.metrics.contexts = () => leaves.size;
     const warned = new Set<string>();
+    const budget = new MemoryRateCounter();
+    const perMinute = this.#services.config.inspectNewHostsPerMinute;
     const door: InspectDoorDeps = {
       ...base,
       leaves,
+      mayMakeLeaf: (socket) =>
+        budget.take(`leaf|${peerKey(socket.remoteAddress ?? '')}`, perMinute, 60_000, 1).type === 'under',
       onClientRefused: (host, err) => {
         if (warned.has(host) || warned.size >= 1_000) return;
         warned.add(host);

@@ -8,8 +8,8 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 export type ListenerName = 'http' | 'connect' | 'socks5' | 'inspect';
 
 /** How the TLS handshake of an inspected connection ended (forward/inspect.ts). */
-export type HandshakeResult = 'ok' | 'client_refused' | 'not_tls';
-const HANDSHAKE_RESULTS: readonly HandshakeResult[] = ['ok', 'client_refused', 'not_tls'];
+export type HandshakeResult = 'ok' | 'client_refused' | 'not_tls' | 'leaf_budget';
+const HANDSHAKE_RESULTS: readonly HandshakeResult[] = ['ok', 'client_refused', 'not_tls', 'leaf_budget'];
 
 export interface ListenerTotals {
   requests: number;
@@ -39,7 +39,12 @@ export class ForwardMetrics {
     socks5: zero(),
     inspect: zero(),
   };
-  readonly handshakes: Record<HandshakeResult, number> = { ok: 0, client_refused: 0, not_tls: 0 };
+  readonly handshakes: Record<HandshakeResult, number> = {
+    ok: 0,
+    client_refused: 0,
+    not_tls: 0,
+    leaf_budget: 0,
+  };
   /** TLS contexts cached for inspected hosts now (set by the listeners when inspection is wired). */
   contexts: () => number = () => 0;
   /** Requests by `listener outcome`. */
@@ -78,7 +83,9 @@ export class ForwardMetrics {
     const handshakes = this.handshakes;
     new Counter({
       name: 'rota_inspect_handshakes_total',
-      help: 'TLS handshakes of inspected connections: ok, refused by the client (Rota CA not trusted), not TLS',
+      help:
+        'TLS handshakes of inspected connections: ok, refused by the client (Rota CA not trusted), not TLS, ' +
+        'or closed because the client had used its budget of new hosts (leaf_budget)',
       labelNames: ['result'],
       registers,
       collect(this: Counter<'result'>) {

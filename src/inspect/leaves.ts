@@ -69,6 +69,18 @@ export class LeafCache {
     return this.#made;
   }
 
+  /** Whether a context for `host` is kept and fresh, or being made: asking for it makes no new leaf. */
+  has(input: string): boolean {
+    let name: string;
+    try {
+      name = inspectHost(input).name;
+    } catch {
+      return false;
+    }
+    const hit = this.#ready.get(name);
+    return (hit !== undefined && this.#now() < hit.renewAt) || this.#pending.has(name);
+  }
+
   /** The TLS context whose certificate names `host`. */
   async contextFor(host: string): Promise<SecureContext> {
     return (await this.leafFor(host)).context;

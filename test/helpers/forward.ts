@@ -92,9 +92,11 @@ export function connectVia(
   port: number,
   authority: string,
   headers: Record<string, string> = {},
+  /** The loopback address the client connects from (another client, for per-address budgets). */
+  localAddress?: string,
 ): Promise<Tunnel> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: '127.0.0.1', port });
+    const socket = net.connect({ host: '127.0.0.1', port, ...(localAddress ? { localAddress } : {}) });
     const extra = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`);
     socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n${extra.join('')}\r\n`);
     let buf = Buffer.alloc(0);

@@ -68,6 +68,9 @@ const ListenersSchema = Type.Object({
         ok: Type.Integer(),
         client_refused: Type.Integer({ description: "The client did not trust Rota's CA" }),
         not_tls: Type.Integer({ description: 'Not TLS after the CONNECT: sent on through a plain tunnel' }),
+        leaf_budget: Type.Integer({
+          description: 'Closed: the client had used ROTA_INSPECT_NEW_HOSTS_PER_MINUTE new hosts this minute',
+        }),
       }),
     },
     { description: 'HTTPS inspection: its settings and what it did' },
