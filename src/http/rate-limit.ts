@@ -119,6 +119,30 @@ export async function registerRateLimit(app: FastifyInstance, d: RateLimitDeps):
   });
 }
 
+/** The limit of a kind as it stands now (`PUT config` changes the request limit at once). */
+export function limitOf(kind: RouteLimit, config: Config, settings: RuntimeSettings): Rate {
+  if (kind !== 'request') return config.routeRateLimits[kind];
+  const { windowMs } = config.routeRateLimits.request;
+  return { limit: settings.get().rate_limits.request_endpoint_limit, windowMs };
+}
+
+/**
+ * Counts one call of `kind` for `req`'s bucket in the counter the REST route of that kind counts in, for
+ * a call that reaches the same service another way (a tool of /mcp): both share one limit.
+ * @fastify/rate-limit keys a route's count `<groupId>|<bucket><groupId>` (the store's namespace, then the
+ * key with the group appended); test/mcp.test.ts holds the two to one count. Null within the limit, else
+ * the limit and when to retry.
+ */
+export async function chargeLimit(
+  kind: RouteLimit,
+  req: FastifyRequest,
+  d: Pick<RateLimitDeps, 'config' | 'settings' | 'counter'>,
+): Promise<{ limit: number; retryAfterS: number } | null> {
+  const rate = limitOf(kind, d.config, d.settings);
+  const c = await d.counter.incr(`${kind}|${bucketKey(req)}${kind}`, rate.windowMs);
+  return c.count <= rate.limit ? null : { limit: rate.limit, retryAfterS: Math.ceil(c.ttlMs / 1000) };
+}
+
 /** Route-level options for a route with its own limit (ROTA_RATE_LIMIT_REQUEST, ..._ADD_PROXY, ...). */
 export function routeLimit(kind: RouteLimit, config: Config, settings: RuntimeSettings): RateLimitOptions {
   const fixed: Record<Exclude<RouteLimit, 'request'>, Rate> = {

@@ -1,23 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { Envelope, errorResponses, Nullable } from '../../schemas/common.ts';
+import { HealthCheckBody as Body } from '../../schemas/health-check.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
 import { routeLimit } from '../rate-limit.ts';
-
-export const MAX_PROXY_IDS = 1000;
-
-const Body = Type.Object(
-  {
-    proxy_ids: Type.Optional(
-      Type.Array(Type.String({ maxLength: 64 }), {
-        maxItems: MAX_PROXY_IDS,
-        description: 'Omit to check every proxy',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
 
 const Result = Type.Object({
   proxy_id: Type.String(),

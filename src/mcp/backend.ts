@@ -1,0 +1,93 @@
+/**
+ * What the MCP tools ask of Rota, and two ways to answer: in-process over the services (local.ts, behind
+ * /mcp on the API port) and over the REST API (remote.ts, behind `rota mcp` on stdio). The tools
+ * (tools.ts) are written once against this interface. Every value is what the REST API answers for the
+ * same question (its `data`), so both ways give an agent the same shapes.
+ */
+
+/** A call through the pool: POST /api/v1/request's body, as the fetch tool passes it on. */
+export interface FetchCall {
+  readonly url: string;
+  readonly method: string;
+  readonly headers: Record<string, string>;
+  readonly body?: string | null | undefined;
+  readonly timeout?: number | undefined;
+  readonly session_id?: string | undefined;
+  readonly country?: string | undefined;
+}
+
+/** The target's answer through a proxy, its body as bytes (render.ts turns it into text or a note). */
+export interface FetchAnswer {
+  readonly status_code: number;
+  readonly headers: Record<string, string | string[]>;
+  readonly body: Buffer;
+  readonly proxy_used: string;
+  readonly proxy_id: string;
+  readonly attempts: number;
+  readonly elapsed_ms: number;
+}
+
+export interface ListProxiesQuery {
+  readonly page: number;
+  readonly page_size: number;
+  readonly status_filter?: string | undefined;
+}
+
+export interface RotateQuery {
+  readonly host?: string | undefined;
+  readonly session_id?: string | undefined;
+  readonly country?: string | undefined;
+}
+
+export interface BansListQuery {
+  readonly host?: string | undefined;
+  readonly page: number;
+  readonly page_size: number;
+}
+
+/** A ban reported by hand: POST /api/v1/bans. */
+export interface BanReport {
+  readonly proxy_id: string;
+  readonly host: string;
+  readonly cooldown_s?: number | undefined;
+}
+
+/** An answer of the REST API's shape (its envelope's `data`), as JSON. */
+export type Json = unknown;
+
+export interface RotaBackend {
+  fetch(call: FetchCall): Promise<FetchAnswer>;
+  /** GET /api/v1/status. */
+  poolStatus(): Promise<Json>;
+  /** GET /api/v1/proxies. */
+  listProxies(q: ListProxiesQuery): Promise<Json>;
+  /** GET /api/v1/rotate. */
+  rotate(q: RotateQuery): Promise<Json>;
+  /** POST /api/v1/proxies/health-check. */
+  checkProxies(ids: readonly string[] | undefined): Promise<Json>;
+  /** GET /api/v1/bans. */
+  listBans(q: BansListQuery): Promise<Json>;
+  /** POST /api/v1/bans. */
+  reportBan(b: BanReport): Promise<Json>;
+  /** POST /api/v1/proxies: the body as the REST API takes it. */
+  addProxy(body: Record<string, unknown>): Promise<Json>;
+  /** DELETE /api/v1/proxies/{id}. */
+  removeProxy(id: string): Promise<void>;
+  /** GET /api/v1/config. */
+  config(): Promise<Json>;
+}
+
+/**
+ * A tool call Rota refused or could not complete: the code is Rota's, as its REST API sends it
+ * (errors/codes.ts, the wire name), with the same message and details.
+ */
+export class ToolFailure extends Error {
+  readonly code: string;
+  readonly details: unknown;
+  constructor(code: string, message: string, details: unknown = null) {
+    super(message);
+    this.name = 'ToolFailure';
+    this.code = code;
+    this.details = details;
+  }
+}

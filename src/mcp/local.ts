@@ -1,0 +1,206 @@
+import { RotaError } from '../errors/rota-error.ts';
+import type { CallerSignal } from '../lib/abort.ts';
+import { poolEmptyError } from '../outbound/call-error.ts';
+import { bufferedWork } from '../outbound/works.ts';
+import type { AddProxyInput } from '../pool/pool.ts';
+import { summarize } from '../pool/summary.ts';
+import type { StatusFilter } from '../pool/types.ts';
+import { proxyView } from '../pool/view.ts';
+import type { Services } from '../services.ts';
+import type {
+  BanReport,
+  BansListQuery,
+  FetchAnswer,
+  FetchCall,
+  Json,
+  ListProxiesQuery,
+  RotaBackend,
+  RotateQuery,
+} from './backend.ts';
+import { reportBan } from './local-bans.ts';
+
+/** Route limits a tool call counts against, as the matching REST route does (http/rate-limit.ts). */
+export type ToolLimit = 'request' | 'addProxy' | 'healthCheck' | 'config';
+
+/** Who is calling, as the HTTP door saw them: their limits, their audit lines, their going away. */
+export interface LocalCaller {
+  /** Counts the call in the same bucket as the REST route; rejects with RATE_LIMIT_EXCEEDED past it. */
+  charge(limit: ToolLimit): Promise<void>;
+  /** One audit line for a write, as the REST route's (http/hooks.ts). */
+  audit(action: string, status: number, input: { body?: unknown; params?: unknown }): void;
+  /** Aborted when the client goes away: a fetch in flight stops. */
+  readonly signal?: CallerSignal;
+}
+
+function parseTarget(raw: string): URL {
+  try {
+    return new URL(raw);
+  } catch {
+    const item = {
+      loc: ['arguments', 'url'],
+      msg: 'Input should be a valid URL',
+      type: 'url_parsing',
+      input: null,
+      ctx: {},
+    };
+    throw new RotaError('INVALID_URL', 'Target URL does not parse', { details: [item], detail: [item] });
+  }
+}
+
+function page<T>(all: readonly T[], p: number, size: number) {
+  const start = (p - 1) * size;
+  return { items: all.slice(start, start + size), total: all.length, page: p, page_size: size };
+}
+
+/**
+ * The backend of /mcp: the services of this process, called as the REST routes call them, so a tool
+ * does what its route does (the fetch tool is POST request: the one call prelude, then the engine).
+ */
+export class LocalBackend implements RotaBackend {
+  readonly #s: Services;
+  readonly #caller: LocalCaller;
+
+  constructor(services: Services, caller: LocalCaller) {
+    this.#s = services;
+    this.#caller = caller;
+  }
+
+  async fetch(c: FetchCall): Promise<FetchAnswer> {
+    await this.#caller.charge('request');
+    const { prelude, executor, dispatchers } = this.#s;
+    const target = parseTarget(c.url);
+    const body = c.body === null || c.body === undefined ? null : Buffer.from(c.body, 'utf8');
+    const req = { method: c.method, headers: c.headers, body };
+    const prepared = await prelude.prepare({
+      target,
+      work: (url) => bufferedWork(dispatchers, { ...req, url }, this.#s.config.maxResponseBytes),
+      timeoutS: c.timeout,
+      sessionId: c.session_id,
+      country: c.country?.toUpperCase(),
+      ...(this.#caller.signal ? { signal: this.#caller.signal } : {}),
+    });
+    if (prepared instanceof RotaError) throw prepared;
+    const t0 = performance.now();
+    const r = await executor.execute(prepared);
+    return {
+      status_code: r.response.statusCode,
+      headers: r.response.headers,
+      body: r.response.body,
+      proxy_used: r.proxy.url,
+      proxy_id: r.proxy.record.id,
+      attempts: r.attempts,
+      elapsed_ms: Math.round((performance.now() - t0) * 100) / 100,
+    };
+  }
+
+  /** GET status's data (http/routes/monitoring.ts). */
+  async poolStatus(): Promise<Json> {
+    const s = summarize(this.#s.pool);
+    const last = this.#s.selector.lastRotation;
+    return {
+      pool_stats: {
+        total: s.total,
+        active: s.active,
+        failed: s.failing,
+        healthy_percentage: s.total === 0 ? 0 : Math.round(((s.total - s.failing) / s.total) * 10000) / 100,
+        last_rotation: last === null ? null : new Date(last).toISOString(),
+      },
+      rotation_strategy: this.#s.settings.get().rotation_strategy,
+      storage_backend: this.#s.store.backend,
+      config_source: this.#s.settings.source,
+    };
+  }
+
+  async listProxies(q: ListProxiesQuery): Promise<Json> {
+    const { pool } = this.#s;
+    const { items, total } = pool.page(q.page, q.page_size, q.status_filter as StatusFilter | undefined);
+    return {
+      items: items.map((e) => proxyView(pool, e)),
+      total,
+      page: q.page,
+      page_size: q.page_size,
+      has_next: q.page * q.page_size < total,
+      has_prev: q.page > 1,
+    };
+  }
+
+  async rotate(q: RotateQuery): Promise<Json> {
+    const { selector, breakers, clock, pool } = this.#s;
+    const e = selector.pick({
+      sessionId: q.session_id,
+      country: q.country?.toUpperCase(),
+      host: q.host?.toLowerCase(),
+      coolingFallback: true,
+    });
+    if (!e) throw poolEmptyError(breakers.earliestHalfOpenAt(), clock.now());
+    return proxyView(pool, e);
+  }
+
+  async checkProxies(ids: readonly string[] | undefined): Promise<Json> {
+    await this.#caller.charge('healthCheck');
+    const results = await this.#s.health.check(ids);
+    this.#caller.audit('proxy.health_check', 200, { body: ids === undefined ? {} : { proxy_ids: ids } });
+    return results;
+  }
+
+  async listBans(q: BansListQuery): Promise<Json> {
+    const all = this.#s.cooldowns.active(q.host?.toLowerCase());
+    const p = page(all, q.page, q.page_size);
+    const items = p.items.map((c) => ({
+      proxy_id: c.proxyId,
+      host: c.host,
+      until: new Date(c.until).toISOString(),
+      count: c.count,
+    }));
+    return { ...p, items, has_next: q.page * q.page_size < all.length };
+  }
+
+  async reportBan(b: BanReport): Promise<Json> {
+    await this.#caller.charge('config');
+    return this.#audited('bans.report', 201, { body: b }, async () => reportBan(this.#s, b));
+  }
+
+  async addProxy(body: Record<string, unknown>): Promise<Json> {
+    await this.#caller.charge('addProxy');
+    const { pool } = this.#s;
+    return this.#audited('proxy.add', 201, { body }, async () =>
+      proxyView(pool, await pool.add(body as unknown as AddProxyInput)),
+    );
+  }
+
+  async removeProxy(id: string): Promise<void> {
+    await this.#audited('proxy.delete', 204, { params: { proxy_id: id } }, async () => {
+      if (await this.#s.pool.remove(id)) return;
+      throw new RotaError('PROXY_NOT_FOUND', 'Proxy not found', { details: { proxy_id: id.slice(0, 64) } });
+    });
+  }
+
+  /** GET config's data (http/routes/config.ts). */
+  async config(): Promise<Json> {
+    const s = this.#s.settings.get();
+    return {
+      rotation_strategy: s.rotation_strategy,
+      timeout: s.timeout,
+      max_retries: this.#s.retry.get().max_attempts,
+      rate_limits: { ...s.rate_limits },
+      auth_enabled: this.#s.config.requireAuth,
+      cors_origins: [...s.cors_origins],
+    };
+  }
+
+  async #audited<T>(
+    action: string,
+    status: number,
+    input: { body?: unknown; params?: unknown },
+    run: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      const out = await run();
+      this.#caller.audit(action, status, input);
+      return out;
+    } catch (err) {
+      this.#caller.audit(action, err instanceof RotaError ? err.status : 500, input);
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,17 @@
+import { type Static, Type } from 'typebox';
+
+/** A host as Rota keys cool-downs: a lower-case name or IP address, no port, no brackets. */
+export const BAN_HOST_PATTERN = '^[A-Za-z0-9._:-]{1,253}$';
+
+/** `GET bans` (and the MCP tool bans, action list). */
+export const BansQuery = Type.Object(
+  {
+    host: Type.Optional(
+      Type.String({ pattern: BAN_HOST_PATTERN, description: 'Only this host (lower case, no port)' }),
+    ),
+    page: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1 }),
+    page_size: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
+  },
+  { additionalProperties: false },
+);
+export type BansQueryT = Static<typeof BansQuery>;
