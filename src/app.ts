@@ -19,6 +19,7 @@ import { dashboardRoutes } from './http/routes/dashboard.ts';
 import { healthCheckRoutes } from './http/routes/health-check.ts';
 import { importRoutes } from './http/routes/import.ts';
 import { inspectionRoutes } from './http/routes/inspection.ts';
+import { mcpRoutes } from './http/routes/mcp.ts';
 import { apiMetricsRoutes, rootMetricsRoutes } from './http/routes/metrics.ts';
 import { monitoringRoutes } from './http/routes/monitoring.ts';
 import { proxyRoutes } from './http/routes/proxies.ts';
@@ -145,6 +146,7 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     { prefix: API_PREFIX },
   );
   await app.register(rootMetricsRoutes(services));
+  if (config.mcp) await app.register(mcpRoutes(services));
   await app.register(dashboardRoutes(services));
 
   return app;

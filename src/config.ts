@@ -95,6 +95,8 @@ export interface Config {
   readonly inspectNewHostsPerMinute: number;
   /** Host patterns whose tunnels are inspected without the client asking (ROTA_INSPECT_HOSTS); empty: none. */
   readonly inspectHosts: readonly string[];
+  /** The MCP server at /mcp on the API port (ROTA_MCP); `rota mcp` serves stdio whatever it says. */
+  readonly mcp: boolean;
 }
 
 /** Thrown with every problem found, one line each, so that an operator fixes them all in one go. */
@@ -213,6 +215,7 @@ export function loadConfig(env: Env = process.env): Config {
     inspectCacheMax: r.int('ROTA_INSPECT_CACHE', 10_000, 1, 10_000_000),
     inspectNewHostsPerMinute: r.int('ROTA_INSPECT_NEW_HOSTS_PER_MINUTE', 600, 1, 10_000_000),
     inspectHosts: readPatternList(r, 'ROTA_INSPECT_HOSTS'),
+    mcp: r.bool('ROTA_MCP', true),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     r.problems.push(

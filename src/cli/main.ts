@@ -145,6 +145,16 @@ export function buildProgram(out: Out, setCode: (code: number) => void): Command
     .command('status')
     .description('pool status, and the forward-proxy listeners')
     .action(() => run((api, json, out) => showStatus(api, out, json)));
+  program
+    .command('mcp')
+    .description(
+      'serve MCP (Model Context Protocol) on standard input/output for an AI client, over the Rota at ROTA_URL',
+    )
+    .action(async () => {
+      // Loaded here only: no other command pays for the MCP SDK.
+      const { runStdio } = await import('../mcp/stdio.ts');
+      await runStdio(baseUrl(program.opts<Globals>().url), process.env.ROTA_API_KEY);
+    });
   return program;
 }
 
