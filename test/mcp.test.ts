@@ -116,6 +116,11 @@ for (const [kind, connect] of Object.entries(TRANSPORTS)) {
         /Changes the pool/.test(x.description ?? ''),
       );
       assert.deepEqual(writes.map((x) => x.name).sort(), ['add_proxy', 'remove_proxy']);
+      const hints = Object.fromEntries((await client.listTools()).tools.map((x) => [x.name, x.annotations]));
+      assert.deepEqual(
+        [hints.pool_status?.readOnlyHint, hints.add_proxy?.readOnlyHint, hints.fetch?.openWorldHint],
+        [true, false, true],
+      );
       const uris = (await client.listResources()).resources.map((r) => r.uri).sort();
       assert.deepEqual(uris, ['rota://config', 'rota://pool/status']);
       const config = await client.readResource({ uri: 'rota://config' });

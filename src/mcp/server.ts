@@ -140,7 +140,12 @@ export function createMcpServer(backend: RotaBackend, o: McpServerOptions): Serv
       title: t.title,
       description: t.description,
       inputSchema: t.input as { type: 'object' },
-      annotations: { readOnlyHint: t.write === false, destructiveHint: t.name === 'remove_proxy' },
+      annotations: {
+        // fetch sends what it is given (a POST too) to the open web; the others read Rota or change the pool.
+        readOnlyHint: t.write === false && t.name !== 'fetch',
+        destructiveHint: t.name === 'remove_proxy',
+        openWorldHint: t.name === 'fetch',
+      },
     })),
   }));
   server.setRequestHandler(CallToolRequestSchema, (req) =>
