@@ -168,8 +168,11 @@ describe('rota CLI', () => {
       'y',
     ]);
     assert.equal(added.code, 0, added.stderr);
-    assert.match(added.stdout, /^ID\s+URL\s+STATUS/);
-    assert.match(added.stdout, /http:\/\/10\.20\.0\.1:3128\s+active\s+unknown\s+1\s+DE\s+yes\s+0\s+-\s+x,y/);
+    assert.match(added.stdout, /^ID\s+URL\s+LABEL\s+STATUS/);
+    assert.match(
+      added.stdout,
+      /http:\/\/10\.20\.0\.1:3128\s+ca…\s+active\s+unknown\s+1\s+DE\s+yes\s+0\s+-\s+x,y/,
+    );
     const asJson = await rota(['proxies', 'add', 'socks5://10.20.0.2:1080', '--weight', '2.5', '--json']);
     assert.equal(asJson.code, 0);
     const created = JSON.parse(asJson.stdout) as { id: string; weight: number; url: string };

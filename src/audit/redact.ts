@@ -9,7 +9,7 @@ export { MASK, maskProxyLine, REDACTED };
 
 /** Field and header names whose value is a secret, matched anywhere in the name (`x-auth-token`). */
 const SECRET_KEY =
-  /pass(?:wd|word|phrase)?$|^pass|pwd|^pw$|passw|secret|token|api[-_]?key|auth|cookie|credential|private[-_]?key|^user(?:name)?$|signature/i;
+  /pass(?:wd|word|phrase)?$|^pass|pwd|^pw$|passw|secret|token|api[-_]?key|auth|cookie|credential|private[-_]?key|^user(?:name)?$|^username[-_]template$|signature/i;
 
 export function isSecretKey(key: string): boolean {
   return SECRET_KEY.test(key);

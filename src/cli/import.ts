@@ -74,9 +74,20 @@ async function post(api: ApiClient, path: string, data: Buffer, type: string): P
   return (await api.call<Summary>('POST', path, { body: { data, type } })).data;
 }
 
+/** NDJSON by the file's extension, or by its first character (`{`: what `rota proxies export` writes). */
+function guessFormat(file: string, data: Buffer): 'text' | 'ndjson' {
+  if (/\.(ndjson|jsonl)$/i.test(file)) return 'ndjson';
+  const head = data
+    .subarray(0, 1024)
+    .toString('utf8')
+    .replace(/^\uFEFF/, '')
+    .trimStart();
+  return head.startsWith('{') ? 'ndjson' : 'text';
+}
+
 export async function importProxies(api: ApiClient, out: Out, json: boolean, file: string, o: ImportOptions) {
   const data = await readInput(file);
-  const format = o.format ?? (/\.(ndjson|jsonl)$/i.test(file) ? 'ndjson' : 'text');
+  const format = o.format ?? guessFormat(file, data);
   const type = format === 'ndjson' ? 'application/x-ndjson' : 'text/plain; charset=utf-8';
   const q = new URLSearchParams({ protocol: o.protocol });
   const summary = await post(api, `/api/v1/proxies/import?${q}`, data, type);

@@ -86,14 +86,15 @@ function proxiesCommand(program: Command, run: (fn: Run) => Promise<void>): Comm
   proxies
     .command('import')
     .description(
-      'add every proxy of a file in one transaction (text: a proxy per line; NDJSON: .ndjson/.jsonl)',
+      'add every proxy of a file in one transaction (text: a proxy per line; NDJSON: .ndjson/.jsonl, ' +
+        'or content starting with {, as `rota proxies export` writes it)',
     )
     .argument('<file>', 'a file, or - for standard input')
     .addOption(
       new Option('--protocol <scheme>', 'scheme of lines without one').choices(PROTOCOLS).default('http'),
     )
     .addOption(
-      new Option('--format <format>', 'override the format guessed from the name').choices([
+      new Option('--format <format>', 'override the format guessed from the name or content').choices([
         'text',
         'ndjson',
       ]),
@@ -103,9 +104,15 @@ function proxiesCommand(program: Command, run: (fn: Run) => Promise<void>): Comm
     );
   proxies
     .command('export')
-    .description('every proxy as NDJSON on standard output (streamed; no credentials)')
+    .description('every proxy as NDJSON on standard output (streamed), as `rota proxies import` takes it')
     .addOption(new Option('--status <status>', 'only proxies in this state').choices(STATUS_FILTERS))
-    .action((o: { status?: string }) => run((api) => exportProxies(api, o.status)));
+    .option(
+      '--with-credentials',
+      'include usernames, passwords and templates (a backup that restores; audit-logged)',
+    )
+    .action((o: { status?: string; withCredentials?: boolean }) =>
+      run((api) => exportProxies(api, o.status, o.withCredentials === true)),
+    );
   return proxies;
 }
 

@@ -18,6 +18,8 @@ export interface ProxyView {
   country: string | null;
   tags: string[];
   has_credentials: boolean;
+  /** The operator's label, else the username's non-secret part (never a password). */
+  display_label?: string | null;
   stats: { total_requests: number; successful_requests: number; avg_latency_ms: number };
 }
 
@@ -28,13 +30,26 @@ interface Page {
   page_size: number;
 }
 
-const HEADERS = ['ID', 'URL', 'STATUS', 'HEALTH', 'WEIGHT', 'COUNTRY', 'AUTH', 'REQUESTS', 'SUCCESS', 'TAGS'];
+const HEADERS = [
+  'ID',
+  'URL',
+  'LABEL',
+  'STATUS',
+  'HEALTH',
+  'WEIGHT',
+  'COUNTRY',
+  'AUTH',
+  'REQUESTS',
+  'SUCCESS',
+  'TAGS',
+];
 
 function row(p: ProxyView): unknown[] {
   const s = p.stats;
   return [
     p.id,
     p.url,
+    p.display_label ?? '',
     p.status,
     p.health,
     p.weight,
@@ -105,10 +120,16 @@ export async function removeProxies(api: ApiClient, out: Out, json: boolean, ids
   return failed.length === 0 ? EXIT_OK : EXIT_PARTIAL;
 }
 
-/** NDJSON, streamed from the server to stdout as it comes (100,000 proxies are never held whole). */
-export async function exportProxies(api: ApiClient, status: string | undefined) {
-  const q = status ? `?status_filter=${encodeURIComponent(status)}` : '';
-  const res = await api.send('GET', `/api/v1/proxies/export${q}`);
+/**
+ * NDJSON, streamed from the server to stdout as it comes (100,000 proxies are never held whole); with
+ * credentials, a backup that `rota proxies import` restores.
+ */
+export async function exportProxies(api: ApiClient, status: string | undefined, credentials = false) {
+  const q = new URLSearchParams();
+  if (status) q.set('status_filter', status);
+  if (credentials) q.set('credentials', 'true');
+  const query = q.size === 0 ? '' : `?${q}`;
+  const res = await api.send('GET', `/api/v1/proxies/export${query}`);
   await ensureOk(res);
   if (!res.body) return EXIT_OK;
   try {

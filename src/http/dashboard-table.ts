@@ -4,6 +4,7 @@
  * object is built for a proxy that is not on the page), and only the page's rows rendered.
  */
 import { BREAKER_STATES, type BreakerStateName } from '../breaker/types.ts';
+import { safeLabel } from '../pool/label.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { HEALTH_VALUES, type Health, type Protocol } from '../pool/types.ts';
 import type { Services } from '../services.ts';
@@ -34,6 +35,7 @@ export interface TableQuery {
 export interface TableRow {
   id: string;
   url: string;
+  label: string | null;
   protocol: Protocol;
   country: string | null;
   health: Health;
@@ -178,8 +180,9 @@ function rowOf(d: Deps, e: ProxyEntry): TableRow {
   return {
     id,
     url: e.url,
+    label: safeLabel(e.record),
     protocol: e.record.protocol,
-    country: e.record.country,
+    country: e.country,
     health: e.health,
     breaker: d.breakers.state(id),
     requests: s.total,

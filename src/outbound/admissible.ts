@@ -24,7 +24,16 @@ export class AdmissibleCounts {
     this.#pool = pool;
     this.#breakers = breakers;
     for (const e of pool.all()) this.#added(e);
-    pool.listen({ added: (e) => this.#added(e), removed: (e) => this.#removed(e) });
+    pool.listen({
+      added: (e) => this.#added(e),
+      removed: (e) => this.#removed(e),
+      // The effective country moved (PATCH, a GeoIP exit country): counted under the new one.
+      updated: (e, _before, country) => {
+        if ((country ?? '') === (e.country ?? '')) return;
+        this.#removed(e, country ?? '');
+        this.#added(e);
+      },
+    });
     breakers.onTransition((ev) => {
       if (ev.to_state === 'closed') this.#unblock(ev.proxy_id);
       else this.#block(ev.proxy_id);
@@ -47,16 +56,15 @@ export class AdmissibleCounts {
 
   #added(e: ProxyEntry): void {
     this.#members++;
-    const c = e.record.country ?? '';
+    const c = e.country ?? '';
     this.#membersByCountry.set(c, (this.#membersByCountry.get(c) ?? 0) + 1);
     // A member added again (shared state) may come with its breaker already open.
     if (this.#breakers.state(e.record.id) !== 'closed') this.#block(e.record.id);
   }
 
-  #removed(e: ProxyEntry): void {
+  #removed(e: ProxyEntry, c = e.country ?? ''): void {
     this.#unblock(e.record.id);
     this.#members--;
-    const c = e.record.country ?? '';
     const n = (this.#membersByCountry.get(c) ?? 1) - 1;
     if (n === 0) this.#membersByCountry.delete(c);
     else this.#membersByCountry.set(c, n);
@@ -66,7 +74,7 @@ export class AdmissibleCounts {
     if (this.#blocked.has(id)) return;
     const e = this.#pool.get(id);
     if (e === undefined) return;
-    const c = e.record.country ?? '';
+    const c = e.country ?? '';
     this.#blocked.set(id, c);
     this.#blockedByCountry.set(c, (this.#blockedByCountry.get(c) ?? 0) + 1);
   }

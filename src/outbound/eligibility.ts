@@ -45,7 +45,7 @@ export function eligibility(
   return (e) => {
     const id = e.record.id;
     if (exclude?.has(id)) return false;
-    if (onlyCountry !== undefined && e.record.country !== onlyCountry) return false;
+    if (onlyCountry !== undefined && e.country !== onlyCountry) return false;
     if (cap > 0 && e.inFlight >= cap) return false;
     if (cool !== undefined && coolUntil(cool, id) > now) return false;
     return breakers.isAdmissible(id);

@@ -24,6 +24,8 @@ function entry(port: number, username: string | null, reads?: { n: number }): Pr
   return {
     record,
     url: publicUrl(record),
+    country: null,
+    exit: null,
     health: 'unknown',
     consecutiveFailures: 0,
     inFlight: 0,

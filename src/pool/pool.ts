@@ -1,14 +1,39 @@
 import { RotaError } from '../errors/rota-error.ts';
 import { nextTurn } from '../lib/turns.ts';
 import { DuplicateProxyError, type ProxyStore } from '../store/types.ts';
-import type { AddProxyInput, BulkOutcome, PoolListener, ProxyEntry } from './entry.ts';
+import {
+  type AddProxyInput,
+  type BulkOutcome,
+  countryMoves,
+  type PoolListener,
+  type ProxyEntry,
+  type ProxyPatch,
+} from './entry.ts';
+import { ExitIndex } from './exits.ts';
 import { IdentityIndex } from './identity.ts';
-import { buildRecord, tryBuild } from './record.ts';
-import { identityKey, type ProxyRecord, type ProxyStatus, publicUrl, type StatusFilter } from './types.ts';
+import { buildRecord, patchRecord, tryBuild } from './record.ts';
+import {
+  type ExitIdentity,
+  identityKey,
+  type ProxyRecord,
+  type ProxyStatus,
+  publicUrl,
+  type StatusFilter,
+} from './types.ts';
 
-export type { AddProxyInput, BulkOutcome, PoolListener, ProxyEntry, ProxyStats } from './entry.ts';
+export type {
+  AddProxyInput,
+  BulkOutcome,
+  PoolListener,
+  ProxyEntry,
+  ProxyPatch,
+  ProxyStats,
+} from './entry.ts';
 
 type Clock = () => number;
+
+/** An unchanged exit is stored again (its seen-at refreshed) after this long. */
+export const EXIT_REFRESH_MS = 3_600_000;
 
 /** Inputs handled between two turns of the event loop in addMany (~10-20 ms of work here). */
 const BULK_SLICE = 1000;
@@ -27,6 +52,8 @@ export function duplicate(record: ProxyRecord): RotaError {
 export class Pool {
   private readonly byId = new Map<string, ProxyEntry>();
   private readonly byIdentity = new IdentityIndex();
+  /** Members by their exit address (exits.ts). */
+  readonly exits = new ExitIndex();
   private readonly pending = new Set<string>();
   /** Members removed so far (load() checks whether any went while it read). */
   private removals = 0;
@@ -183,10 +210,83 @@ export class Pool {
     if (!this.byId.delete(id)) return false;
     this.removals++;
     this.byIdentity.delete(entry);
+    this.exits.delete(entry);
     const idx = this.ordered.indexOf(entry);
     if (idx !== -1) this.ordered.splice(idx, 1);
     for (const l of this.listeners) l.removed?.(entry);
     return true;
+  }
+
+  /**
+   * Changes a member in place (PATCH): the store first, then the entry's record, then the listeners. Null
+   * when there is no such member (or it went meanwhile); 409 when a new username makes it a duplicate.
+   */
+  async update(id: string, patch: ProxyPatch): Promise<ProxyEntry | null> {
+    const entry = this.byId.get(id);
+    if (!entry) return null;
+    const before = entry.record;
+    const record = patchRecord(before, patch, this.now());
+    const renamed = (before.username ?? null) !== record.username;
+    const key = identityKey(record);
+    if (renamed && (this.byIdentity.has(record) || this.pending.has(key))) throw duplicate(record);
+    if (renamed) this.pending.add(key);
+    try {
+      if (!(await this.store.update(record))) return null;
+    } catch (err) {
+      if (err instanceof DuplicateProxyError) throw duplicate(record);
+      throw err;
+    } finally {
+      if (renamed) this.pending.delete(key);
+    }
+    if (this.byId.get(id) !== entry) return null;
+    this.replace(entry, record);
+    return entry;
+  }
+
+  /** The entry gets `record` (same id and address); listeners hear of it with what it was before. */
+  private replace(entry: ProxyEntry, record: ProxyRecord): void {
+    const before = entry.record;
+    const country = entry.country;
+    entry.record = record;
+    entry.country = effectiveCountry(record, entry.exit);
+    if (entry.country !== country) countryMoves.count++;
+    for (const l of this.listeners) l.updated?.(entry, before, country);
+  }
+
+  /**
+   * What a health check learned of the member's exit: stored, then on the entry (its effective country
+   * follows a learned exit country), listeners told when the address, country or ASN moved. An exit seen
+   * again unchanged is written at most once per EXIT_REFRESH_MS (a health run must not write every row).
+   */
+  async setExit(entry: ProxyEntry, exit: ExitIdentity | null): Promise<void> {
+    const old = entry.exit;
+    const moved = old?.ip !== exit?.ip || old?.country !== exit?.country || old?.asn !== exit?.asn;
+    if (!moved && (exit === null || old === null || exit.seenAt - old.seenAt < EXIT_REFRESH_MS)) return;
+    await this.store.setExit(entry.record.id, exit);
+    if (this.byId.get(entry.record.id) !== entry) return;
+    const country = entry.country;
+    this.exits.delete(entry);
+    entry.exit = exit;
+    this.exits.add(entry);
+    entry.country = effectiveCountry(entry.record, exit);
+    if (entry.country !== country) countryMoves.count++;
+    if (moved) for (const l of this.listeners) l.updated?.(entry, entry.record, country);
+  }
+
+  /** Another instance changed member `id` in the shared store: read it again from there. */
+  async applyRemoteUpdate(id: string): Promise<void> {
+    const record = await this.store.get(id);
+    const entry = this.byId.get(id);
+    if (record === null || entry === undefined) return;
+    this.applyingRemote = true;
+    try {
+      this.exits.delete(entry);
+      entry.exit = record.exit ?? null;
+      this.exits.add(entry);
+      this.replace(entry, record);
+    } finally {
+      this.applyingRemote = false;
+    }
   }
 
   /** The store's records, as they are now (shared state compares them with the pool after an outage). */
@@ -222,6 +322,7 @@ export class Pool {
     this.byId.delete(id);
     this.removals++;
     this.byIdentity.delete(entry);
+    this.exits.delete(entry);
     const idx = this.ordered.indexOf(entry);
     if (idx !== -1) this.ordered.splice(idx, 1);
     this.applyingRemote = true;
@@ -230,6 +331,11 @@ export class Pool {
     } finally {
       this.applyingRemote = false;
     }
+  }
+
+  /** How many other members were last seen exiting from `e`'s address. */
+  exitSharedWith(e: ProxyEntry): number {
+    return this.exits.sharedWith(e);
   }
 
   matches(entry: ProxyEntry, filter: StatusFilter | undefined): boolean {
@@ -275,6 +381,8 @@ export class Pool {
     const entry: ProxyEntry = {
       record,
       url: publicUrl(record),
+      country: effectiveCountry(record, record.exit ?? null),
+      exit: record.exit ?? null,
       health: 'unknown',
       consecutiveFailures: 0,
       inFlight: 0,
@@ -282,7 +390,13 @@ export class Pool {
     };
     this.byId.set(record.id, entry);
     if (index) this.byIdentity.add(entry);
+    this.exits.add(entry);
     this.ordered.push(entry);
     return entry;
   }
+}
+
+/** The country selection uses: the declared one, else the exit's (docs/decisions.md, "Exit identity"). */
+export function effectiveCountry(record: ProxyRecord, exit: ExitIdentity | null): string | null {
+  return record.country ?? exit?.country ?? null;
 }

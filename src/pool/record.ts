@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { RotaError } from '../errors/rota-error.ts';
-import type { AddProxyInput } from './pool.ts';
+import type { AddProxyInput, ProxyPatch } from './entry.ts';
 import { parseProxyUrl } from './proxy-url.ts';
 import type { ProxyRecord } from './types.ts';
 
@@ -33,6 +33,39 @@ export function buildRecord(input: AddProxyInput, now: number): ProxyRecord {
     tags: input.tags ?? [],
     createdAt: now,
     updatedAt: now,
+    label: input.label || null,
+    usernameTemplate: input.username_template || null,
+    passwordTemplate: input.password_template || null,
+  };
+}
+
+/** `key` of the patch when given (null clears it), else the record's. */
+function pick<T>(patch: ProxyPatch, key: keyof ProxyPatch, old: T): T {
+  return key in patch && patch[key] !== undefined ? (patch[key] as T) : old;
+}
+
+/**
+ * The record after a PATCH: the same id, address and creation time (its exit lives on the entry);
+ * weight, country, tags, label, credentials and templates as the patch says. Reads (so decrypts) the old
+ * credentials it keeps.
+ */
+export function patchRecord(old: ProxyRecord, patch: ProxyPatch, now: number): ProxyRecord {
+  const country = pick<string | null>(patch, 'country', old.country);
+  return {
+    id: old.id,
+    protocol: old.protocol,
+    host: old.host,
+    port: old.port,
+    username: pick(patch, 'username', old.username) || null,
+    password: pick(patch, 'password', old.password) || null,
+    weight: pick(patch, 'weight', old.weight),
+    country: country ? country.toUpperCase() : null,
+    tags: [...pick(patch, 'tags', old.tags)],
+    createdAt: old.createdAt,
+    updatedAt: Math.max(now, old.updatedAt),
+    label: pick(patch, 'label', old.label ?? null) || null,
+    usernameTemplate: pick(patch, 'username_template', old.usernameTemplate ?? null) || null,
+    passwordTemplate: pick(patch, 'password_template', old.passwordTemplate ?? null) || null,
   };
 }
 

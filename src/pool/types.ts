@@ -34,6 +34,16 @@ export interface ProxyRecord {
   readonly tags: readonly string[];
   readonly createdAt: number; // epoch ms
   readonly updatedAt: number; // epoch ms
+  /** The operator's name for the entry (shown; never a credential). */
+  readonly label?: string | null;
+  /**
+   * A provider gateway's username (and, rarely, password) with `{session}`, `{country}`, `{rand}`: a
+   * credential, sealed in the store like the password, never shown.
+   */
+  readonly usernameTemplate?: string | null;
+  readonly passwordTemplate?: string | null;
+  /** The address the proxy was last seen to exit from (health checks with ROTA_EXIT_IP_URL). */
+  readonly exit?: ExitIdentity | null;
   /**
    * Whether there is a username or password, when the record can tell without decrypting them (records
    * loaded from a SQL store keep both sealed until first used). Read it through hasCredentials().
@@ -41,8 +51,19 @@ export interface ProxyRecord {
   readonly hasCredentials?: boolean;
 }
 
-/** Whether the proxy has a username or a password, decrypting nothing that is still sealed. */
+/** What health checks learned of a proxy's exit (src/exit/). */
+export interface ExitIdentity {
+  readonly ip: string;
+  /** epoch ms */
+  readonly seenAt: number;
+  /** ISO 3166-1 alpha-2 from ROTA_GEOIP_DB, upper case; null when unknown. */
+  readonly country: string | null;
+  readonly asn: number | null;
+}
+
+/** Whether the proxy has a username, a password or a template, decrypting nothing that is still sealed. */
 export function hasCredentials(r: ProxyRecord): boolean {
+  if (r.usernameTemplate || r.passwordTemplate) return true;
   return r.hasCredentials ?? (r.username !== null || r.password !== null);
 }
 

@@ -1,3 +1,4 @@
+import { safeLabel } from './label.ts';
 import type { Pool, ProxyEntry } from './pool.ts';
 import { hasCredentials } from './types.ts';
 
@@ -18,6 +19,14 @@ export function proxyView(pool: Pool, e: ProxyEntry) {
     // Not by reading them: that would decrypt every proxy's credentials (NDJSON export, 100,000 of them)
     // and keep them in memory.
     has_credentials: hasCredentials(r),
+    kind: r.usernameTemplate ? ('gateway' as const) : ('static' as const),
+    label: r.label ?? null,
+    display_label: safeLabel(r),
+    exit_ip: e.exit?.ip ?? null,
+    exit_ip_seen_at: e.exit ? new Date(e.exit.seenAt).toISOString() : null,
+    exit_country: e.exit?.country ?? null,
+    exit_asn: e.exit?.asn ?? null,
+    exit_shared_with: pool.exitSharedWith(e),
     stats: {
       total_requests: s.total,
       successful_requests: s.success,
@@ -31,4 +40,16 @@ export function proxyView(pool: Pool, e: ProxyEntry) {
 
 function round2(n: number): number {
   return Math.round(n * 100) / 100;
+}
+
+/** An exported line with its credentials (`export?credentials=true`): what an import takes back. */
+export function proxyWithCredentials(pool: Pool, e: ProxyEntry) {
+  const r = e.record;
+  return {
+    ...proxyView(pool, e),
+    ...(r.username === null ? {} : { username: r.username }),
+    ...(r.password === null ? {} : { password: r.password }),
+    ...(r.usernameTemplate ? { username_template: r.usernameTemplate } : {}),
+    ...(r.passwordTemplate ? { password_template: r.passwordTemplate } : {}),
+  };
 }

@@ -1,9 +1,11 @@
+import { countryMoves } from '../pool/entry.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { MemberSync, RoundRobinCursor, usable } from './shared.ts';
 import type { Candidates, SelectionRequest, Strategy } from './types.ts';
 
+/** The effective country (declared, else the exit's: pool.ts effectiveCountry), upper case already. */
 function countryOf(e: ProxyEntry): string | null {
-  return e.record.country === null ? null : e.record.country.toUpperCase();
+  return e.country;
 }
 
 /**
@@ -20,6 +22,7 @@ export class GeoTargetedStrategy implements Strategy {
   private readonly indexed = new Set<ProxyEntry>();
   private readonly sync = new MemberSync();
   private readonly fallback = new RoundRobinCursor();
+  private moves = countryMoves.count;
 
   select(c: Candidates, req: SelectionRequest): ProxyEntry | null {
     const ok = usable(c, req);
@@ -71,7 +74,10 @@ export class GeoTargetedStrategy implements Strategy {
   }
 
   private ensure(members: readonly ProxyEntry[]): void {
-    if (!this.sync.stale(members, this.indexed.size)) return;
+    // A member's country moved since the build (pool/entry.ts countryMoves): rebuilt like a missed change.
+    const moved = this.moves !== countryMoves.count;
+    if (!moved && !this.sync.stale(members, this.indexed.size)) return;
+    this.moves = countryMoves.count;
     this.indexed.clear();
     this.byCountry.clear();
     for (const e of members) this.insert(e);

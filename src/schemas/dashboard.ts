@@ -77,8 +77,9 @@ export const LiveSchema = Type.Object({
 export const RowSchema = Type.Object({
   id: Type.String(),
   url: Type.String({ description: 'scheme://host:port; credentials are never shown' }),
+  label: Nullable(Type.String({ description: 'As GET proxies/{id} display_label; never a password' })),
   protocol: Type.Enum([...PROTOCOLS]),
-  country: Nullable(Type.String()),
+  country: Nullable(Type.String({ description: 'Declared, else the exit country (ROTA_GEOIP_DB)' })),
   health: Type.Enum([...HEALTH_VALUES]),
   breaker: Type.Enum([...BREAKER_STATES]),
   requests: Type.Integer({ description: 'As GET proxies/{id} stats.total_requests' }),

@@ -27,12 +27,65 @@ export const ProxySchema = Type.Object(
     country: Nullable(Type.String()),
     tags: Type.Array(Type.String()),
     has_credentials: Type.Boolean(),
+    kind: Type.Enum(['static', 'gateway'], {
+      description: 'gateway: a provider endpoint with a username_template (its exit changes by design)',
+    }),
+    label: Nullable(Type.String({ description: "The operator's label (POST, PATCH, import)" })),
+    display_label: Nullable(
+      Type.String({
+        description:
+          'What lists show: `label`, else the non-secret part of the username or its template (the words ' +
+          'before a session-, password- or id-looking one); never a password (docs/decisions.md)',
+      }),
+    ),
+    exit_ip: Nullable(Type.String({ description: 'The exit address last seen (ROTA_EXIT_IP_URL)' })),
+    exit_ip_seen_at: Nullable(Type.String({ format: 'date-time' })),
+    exit_country: Nullable(Type.String({ description: 'From ROTA_GEOIP_DB; ISO 3166-1 alpha-2' })),
+    exit_asn: Nullable(Type.Integer({ description: 'From ROTA_GEOIP_DB, when it holds ASNs' })),
+    exit_shared_with: Type.Integer({
+      minimum: 0,
+      description: 'Other members last seen exiting from the same address (a ban on one applies to all)',
+    }),
     stats: ProxyStatsSchema,
     created_at: Type.String({ format: 'date-time' }),
     updated_at: Type.String({ format: 'date-time' }),
   },
   { $id: 'Proxy' },
 );
+
+/** `export?credentials=true`: the credentials of a line, beside the Proxy fields (one import takes back). */
+export const ProxyCredentialsSchema = Type.Object({
+  username: Type.Optional(Type.String()),
+  password: Type.Optional(Type.String({ format: 'password' })),
+  username_template: Type.Optional(Type.String()),
+  password_template: Type.Optional(Type.String({ format: 'password' })),
+});
+
+/** Fields of an exported line that an import ignores: the server sets them. */
+export const READ_ONLY_FIELDS = [
+  'id',
+  'protocol',
+  'status',
+  'health',
+  'has_credentials',
+  'kind',
+  'display_label',
+  'exit_ip',
+  'exit_ip_seen_at',
+  'exit_country',
+  'exit_asn',
+  'exit_shared_with',
+  'stats',
+  'created_at',
+  'updated_at',
+] as const;
+
+const TEMPLATE_DESCRIPTION =
+  "A provider gateway's username (password) with the placeholders {session}, {country} and {rand}, " +
+  'rendered per attempt; a credential: never shown';
+const Template = () => Type.String({ minLength: 1, maxLength: 256, description: TEMPLATE_DESCRIPTION });
+const Label = () =>
+  Type.String({ minLength: 1, maxLength: 64, description: 'A name for the entry, shown in every list' });
 
 export const AddProxyBody = Type.Object(
   {
@@ -53,6 +106,9 @@ export const AddProxyBody = Type.Object(
     weight: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, default: 1 })),
     country: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2' })),
     tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 })),
+    label: Type.Optional(Label()),
+    username_template: Type.Optional(Template()),
+    password_template: Type.Optional(Template()),
   },
   {
     additionalProperties: false,
@@ -65,6 +121,26 @@ export const AddProxyBody = Type.Object(
 );
 export type AddProxyBodyT = Static<typeof AddProxyBody>;
 
+export const PatchProxyBody = Type.Object(
+  {
+    weight: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 })),
+    country: Type.Optional(
+      Nullable(Type.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2; null clears it' })),
+    ),
+    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 })),
+    label: Type.Optional(Nullable(Label())),
+    username: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 256 }))),
+    password: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 256, format: 'password' }))),
+    username_template: Type.Optional(Nullable(Template())),
+    password_template: Type.Optional(Nullable(Template())),
+  },
+  {
+    additionalProperties: false,
+    description: 'Only the fields given change; null clears one. The address cannot change (add another).',
+  },
+);
+export type PatchProxyBodyT = Static<typeof PatchProxyBody>;
+
 export const ListQuery = Type.Object({
   page: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1 }),
   page_size: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
@@ -74,6 +150,12 @@ export type ListQueryT = Static<typeof ListQuery>;
 
 export const ExportQuery = Type.Object({
   status_filter: Type.Optional(Type.Enum([...STATUS_FILTERS])),
+  credentials: Type.Boolean({
+    default: false,
+    description:
+      'true: each line also holds username, password and the templates, so that POST proxies/import ' +
+      'restores the pool; audit-logged (proxy.export_credentials)',
+  }),
 });
 
 export const ProxyPage = Type.Object({

@@ -23,8 +23,8 @@ export type Notice =
     }
   /** The cool-downs of a host (all hosts: null) were cleared. */
   | { readonly type: 'bans-cleared'; readonly host: string | null }
-  /** A proxy was added to or removed from the shared store. */
-  | { readonly type: 'pool'; readonly op: 'added' | 'removed'; readonly id: string }
+  /** A proxy was added to, changed in (PATCH, a learned exit) or removed from the shared store. */
+  | { readonly type: 'pool'; readonly op: 'added' | 'updated' | 'removed'; readonly id: string }
   /** Runtime settings (config, retry or ban policy, inspected hosts) changed in the shared store. */
   | { readonly type: 'settings' }
   /** This instance's traffic figures, and the proxies whose shared counters it just moved. */

@@ -54,6 +54,9 @@ export class Replicator {
       removed: (e) => {
         if (!pool.applyingRemote) bus.publish({ type: 'pool', op: 'removed', id: e.record.id });
       },
+      updated: (e) => {
+        if (!pool.applyingRemote) bus.publish({ type: 'pool', op: 'updated', id: e.record.id });
+      },
     });
     onSettingsChange(() => bus.publish({ type: 'settings' }));
     bus.subscribe((n, from) => {
@@ -87,6 +90,7 @@ export class Replicator {
         return;
       case 'pool':
         if (n.op === 'added') await d.pool.applyRemoteAdd(n.id);
+        else if (n.op === 'updated') await d.pool.applyRemoteUpdate(n.id);
         else d.pool.applyRemoteRemove(n.id);
         return;
       case 'settings':

@@ -7,7 +7,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import sjson from 'secure-json-parse';
 import type { AddProxyInput } from '../pool/pool.ts';
 import { PROTOCOLS, type Protocol } from '../pool/types.ts';
-import { AddProxyBody, type AddProxyBodyT } from '../schemas/proxy.ts';
+import { AddProxyBody, type AddProxyBodyT, READ_ONLY_FIELDS } from '../schemas/proxy.ts';
 import {
   type Candidate,
   type Invalid,
@@ -51,14 +51,28 @@ function parseJsonText(text: string): { ok: true; value: unknown } | { ok: false
   }
 }
 
-/** One `POST proxies` body, validated by the route's own schema, or why it is not one. */
+const READ_ONLY = new Set<string>(READ_ONLY_FIELDS);
+
+/**
+ * A line as `GET proxies/export` writes it, made a `POST proxies` body: the fields the server sets (id,
+ * status, stats...) and the empty ones (`country: null`) are dropped, so that what export writes, import
+ * takes back. Any other field is checked by the schema as sent.
+ */
+function importable(value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) if (!READ_ONLY.has(k) && v !== null) out[k] = v;
+  return out;
+}
+
+/** One `POST proxies` body (or an exported line), validated by the route's own schema, or why it is not one. */
 function bodyItem(value: unknown): LineResult {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     return { ok: false, reason: 'expected a JSON object' };
   }
+  const body = importable(value as Record<string, unknown>);
   const check = bodyValidator();
-  if (!check(value)) return { ok: false, reason: schemaReason(check.errors?.[0]) };
-  return { ok: true, input: value };
+  if (!check(body)) return { ok: false, reason: schemaReason(check.errors?.[0]) };
+  return { ok: true, input: body };
 }
 
 /** One NDJSON line: a `POST proxies` body, a reason it is not one, or null (blank, `#`). */

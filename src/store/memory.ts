@@ -1,5 +1,5 @@
 import { BulkGate, nextTurn } from '../lib/turns.ts';
-import { identityKey, type ProxyRecord } from '../pool/types.ts';
+import { type ExitIdentity, identityKey, type ProxyRecord } from '../pool/types.ts';
 import { DuplicateProxyError, type ProxyStore } from './types.ts';
 
 /** Records handled between two turns of the event loop in insertMany (~10 ms of work here). */
@@ -94,6 +94,28 @@ export class MemoryStore implements ProxyStore {
       this.records.delete(id);
       this.identities.delete(identityKey(r));
       return true;
+    });
+  }
+
+  update(record: ProxyRecord): Promise<boolean> {
+    return this.#bulk.whenIdle(() => {
+      const old = this.records.get(record.id);
+      if (!old) return false;
+      const key = identityKey(record);
+      const oldKey = identityKey(old);
+      if (key !== oldKey && this.identities.has(key)) throw new DuplicateProxyError();
+      this.identities.delete(oldKey);
+      this.identities.add(key);
+      const { exit, ...fields } = structuredClone(record);
+      this.records.set(record.id, { ...fields, exit: old.exit ?? null });
+      return true;
+    });
+  }
+
+  setExit(id: string, exit: ExitIdentity | null): Promise<void> {
+    return this.#bulk.whenIdle(() => {
+      const old = this.records.get(id);
+      if (old) this.records.set(id, { ...old, exit: exit === null ? null : { ...exit } });
     });
   }
 

@@ -43,6 +43,21 @@ export const MIGRATIONS: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 2,
+    description: 'proxy label, gateway templates (sealed) and exit identity',
+    up(db) {
+      db.exec(`
+        ALTER TABLE proxies ADD COLUMN label TEXT;
+        ALTER TABLE proxies ADD COLUMN username_template_enc BLOB;
+        ALTER TABLE proxies ADD COLUMN password_template_enc BLOB;
+        ALTER TABLE proxies ADD COLUMN exit_ip TEXT;
+        ALTER TABLE proxies ADD COLUMN exit_seen_at INTEGER;
+        ALTER TABLE proxies ADD COLUMN exit_country TEXT;
+        ALTER TABLE proxies ADD COLUMN exit_asn INTEGER;
+      `);
+    },
+  },
 ];
 
 export class MigrationError extends RotaError {

@@ -4,40 +4,42 @@
  * to open instead of moving a password; the identity column is a keyed digest that the UNIQUE index
  * compares without ever holding a username in clear.
  */
-import type { Buffer } from 'node:buffer';
 import type { ProxyRecord } from '../pool/types.ts';
 import type { CredentialCipher } from './crypto.ts';
-import { recordFromRow, sealedValues } from './rows.ts';
+import {
+  EXIT_COLUMNS,
+  INSERT_COLUMNS,
+  ROW_COLUMNS,
+  recordFromRow,
+  type SealedRow,
+  sealedValues,
+  UPDATE_COLUMNS,
+} from './rows.ts';
 
-export interface ProxyRow {
-  id: string;
+export type ProxyRow = SealedRow & {
   /** BIGINT: the driver returns it as a string. */
   seq: string;
-  protocol: string;
-  host: string;
-  port: number;
-  username_enc: Buffer | null;
-  password_enc: Buffer | null;
-  weight: number;
-  country: string | null;
-  tags: string;
-  created_at: string;
-  updated_at: string;
+};
+
+export const COLUMNS = ROW_COLUMNS;
+export { INSERT_COLUMNS };
+export const INSERT_ARITY = INSERT_COLUMNS.split(',').length;
+
+/** `UPDATE rota_proxies SET a = $1, b = $2 ... WHERE id = $n+1`. */
+function updateSql(columns: readonly string[]): string {
+  const set = columns.map((c, i) => `${c} = $${i + 1}`).join(', ');
+  return `UPDATE rota_proxies SET ${set} WHERE id = $${columns.length + 1}`;
 }
 
-export const COLUMNS =
-  'id, seq, protocol, host, port, username_enc, password_enc, weight, country, tags, created_at, updated_at';
-
-/** Columns written by an insert, in the order of insertParams(). */
-export const INSERT_COLUMNS =
-  'id, protocol, host, port, username_enc, password_enc, identity, weight, country, tags, created_at, updated_at';
-export const INSERT_ARITY = 12;
+/** A PATCH: UPDATE_COLUMNS, the id last. */
+export const UPDATE_SQL = updateSql(UPDATE_COLUMNS);
+export const SET_EXIT_SQL = updateSql(EXIT_COLUMNS);
 
 export function insertParams(r: ProxyRecord, cipher: CredentialCipher): unknown[] {
   return sealedValues(r, cipher);
 }
 
-/** `($1, ..., $12), ($13, ...)` for `rows` records. */
+/** `($1, ..., $15), ($16, ...)` for `rows` records. */
 export function valuesList(rows: number): string {
   const groups: string[] = [];
   for (let i = 0; i < rows; i++) {

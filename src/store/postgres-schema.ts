@@ -46,6 +46,20 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       );
     `,
   },
+  {
+    version: 2,
+    description: 'proxy label, gateway templates (sealed) and exit identity',
+    sql: `
+      ALTER TABLE rota_proxies
+        ADD COLUMN label TEXT,
+        ADD COLUMN username_template_enc BYTEA,
+        ADD COLUMN password_template_enc BYTEA,
+        ADD COLUMN exit_ip TEXT,
+        ADD COLUMN exit_seen_at BIGINT,
+        ADD COLUMN exit_country TEXT,
+        ADD COLUMN exit_asn BIGINT;
+    `,
+  },
 ];
 
 /** Any constant will do as long as no other application in the database uses it: "rota" in ASCII. */

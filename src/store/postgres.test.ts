@@ -14,6 +14,7 @@ import { plain, rec } from '../../test/helpers/store.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import type { ProxyRecord } from '../pool/types.ts';
 import { storeContract } from './contract.test.ts';
+import { storeUpdateContract } from './contract-update.test.ts';
 import { StorageKeyError } from './crypto.ts';
 import { MigrationError } from './migrations.ts';
 import { openStore } from './open.ts';
@@ -64,6 +65,7 @@ async function sql<T extends pg.QueryResultRow>(url: string, text: string): Prom
 }
 
 storeContract('postgres', () => fresh());
+storeUpdateContract('postgres', () => fresh());
 
 describe('PostgresStore', () => {
   let url = '';

@@ -8,7 +8,7 @@
 import type { Buffer } from 'node:buffer';
 import pg from 'pg';
 import type { Logger } from 'pino';
-import type { ProxyRecord } from '../pool/types.ts';
+import type { ExitIdentity, ProxyRecord } from '../pool/types.ts';
 import { CredentialCipher, openText, StorageKeyError, sealText } from './crypto.ts';
 import { isUnavailable, isUniqueViolation, StorageUnavailableError } from './postgres-errors.ts';
 import { ReachabilityProbe } from './postgres-probe.ts';
@@ -17,16 +17,19 @@ import {
   INSERT_COLUMNS,
   insertParams,
   type ProxyRow,
+  SET_EXIT_SQL,
   toRecord,
+  UPDATE_SQL,
   valuesList,
 } from './postgres-rows.ts';
 import { migratePg } from './postgres-schema.ts';
+import { exitValues, updateValues } from './rows.ts';
 import { DuplicateProxyError, type ProxyStore } from './types.ts';
 
 // Rows are read in bounded batches by key (seq), so no connection stays checked out while the caller
 // awaits between rows, and a pool of 100,000 proxies is never held in memory twice.
 const READ_BATCH = 1000;
-// 12 parameters a row: 1000 rows stay far below PostgreSQL's 65,535 parameters per statement.
+// 15 parameters a row: 1000 rows stay far below PostgreSQL's 65,535 parameters per statement.
 const WRITE_BATCH = 1000;
 
 export interface PostgresStoreOptions {
@@ -169,6 +172,22 @@ export class PostgresStore implements ProxyStore {
     const { pool } = this.opened();
     const res = await this.guard(pool.query('DELETE FROM rota_proxies WHERE id = $1', [id]));
     return (res.rowCount ?? 0) > 0;
+  }
+
+  async update(r: ProxyRecord): Promise<boolean> {
+    const { pool, cipher } = this.opened();
+    try {
+      const res = await this.guard(pool.query(UPDATE_SQL, [...updateValues(r, cipher), r.id]));
+      return (res.rowCount ?? 0) > 0;
+    } catch (e) {
+      if (isUniqueViolation(e)) throw new DuplicateProxyError();
+      throw e;
+    }
+  }
+
+  async setExit(id: string, exit: ExitIdentity | null): Promise<void> {
+    const { pool } = this.opened();
+    await this.guard(pool.query(SET_EXIT_SQL, [...exitValues(exit), id]));
   }
 
   async getSetting(key: string): Promise<unknown> {

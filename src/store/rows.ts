@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer';
-import { identityKey, PROTOCOLS, type Protocol, type ProxyRecord } from '../pool/types.ts';
+import { type ExitIdentity, identityKey, PROTOCOLS, type Protocol, type ProxyRecord } from '../pool/types.ts';
 import { type CredentialCipher, CredentialDecryptError } from './crypto.ts';
 
 /**
@@ -19,29 +19,84 @@ export interface SealedRow {
   /** PostgreSQL's BIGINT arrives as a string. */
   created_at: number | string;
   updated_at: number | string;
+  label: string | null;
+  username_template_enc: Buffer | null;
+  password_template_enc: Buffer | null;
+  exit_ip: string | null;
+  exit_seen_at: number | string | null;
+  exit_country: string | null;
+  exit_asn: number | null;
+}
+
+/** The columns of a whole row (both stores), in the order of SealedRow. */
+export const ROW_COLUMNS =
+  'id, seq, protocol, host, port, username_enc, password_enc, weight, country, tags, created_at, ' +
+  'updated_at, label, username_template_enc, password_template_enc, exit_ip, exit_seen_at, exit_country, exit_asn';
+
+/** Columns written by an insert, in the order of sealedValues(). */
+export const INSERT_COLUMNS =
+  'id, protocol, host, port, username_enc, password_enc, identity, weight, country, tags, created_at, ' +
+  'updated_at, label, username_template_enc, password_template_enc';
+
+/** Columns an update (PATCH) writes, in the order of updateValues() after the id. */
+export const UPDATE_COLUMNS = [
+  'username_enc',
+  'password_enc',
+  'identity',
+  'weight',
+  'country',
+  'tags',
+  'updated_at',
+  'label',
+  'username_template_enc',
+  'password_template_enc',
+] as const;
+
+/** Columns of the exit, in the order of exitValues(). */
+export const EXIT_COLUMNS = ['exit_ip', 'exit_seen_at', 'exit_country', 'exit_asn'] as const;
+
+export function exitValues(exit: ExitIdentity | null): (string | number | null)[] {
+  return exit === null ? [null, null, null, null] : [exit.ip, exit.seenAt, exit.country, exit.asn];
+}
+
+function exitOf(
+  ip: string | null,
+  seenAt: number | string | null,
+  country: string | null,
+  asn: number | null,
+) {
+  return ip === null
+    ? null
+    : { ip, seenAt: Number(seenAt ?? 0), country, asn: asn === null ? null : Number(asn) };
 }
 
 function context(id: string, field: string): string {
   return `proxy ${id} ${field}`;
 }
 
-/** The values of an insert, in the order id, protocol, host, port, username, password, identity, weight, country, tags, created, updated. */
-export function sealedValues(r: ProxyRecord, cipher: CredentialCipher): (string | number | Buffer | null)[] {
-  const seal = (v: string | null, field: string) =>
-    v === null ? null : cipher.seal(v, context(r.id, field));
+type Value = string | number | Buffer | null;
+
+/** The values of an insert, in the order of INSERT_COLUMNS. */
+export function sealedValues(r: ProxyRecord, cipher: CredentialCipher): Value[] {
+  const u = updateValues(r, cipher);
+  return [r.id, r.protocol, r.host, r.port, ...u.slice(0, 6), r.createdAt, ...u.slice(6)];
+}
+
+/** The values of an update, in the order of UPDATE_COLUMNS. */
+export function updateValues(r: ProxyRecord, cipher: CredentialCipher): Value[] {
+  const seal = (v: string | null | undefined, field: string) =>
+    v === null || v === undefined ? null : cipher.seal(v, context(r.id, field));
   return [
-    r.id,
-    r.protocol,
-    r.host,
-    r.port,
     seal(r.username, 'username'),
     seal(r.password, 'password'),
     cipher.identity(identityKey(r)),
     r.weight,
     r.country,
     JSON.stringify(r.tags),
-    r.createdAt,
     r.updatedAt,
+    r.label ?? null,
+    seal(r.usernameTemplate, 'username_template'),
+    seal(r.passwordTemplate, 'password_template'),
   ];
 }
 
@@ -58,7 +113,8 @@ const NO_BYTES = Buffer.alloc(0);
 export const PACKED_COLUMNS =
   'id, seq, protocol, host, port, weight, country, tags, created_at, updated_at, ' +
   'COALESCE(length(username_enc), -1), COALESCE(length(password_enc), -1), ' +
-  "hex(COALESCE(username_enc, x'') || COALESCE(password_enc, x''))";
+  "hex(COALESCE(username_enc, x'') || COALESCE(password_enc, x'')), " +
+  'label, exit_ip, exit_seen_at, exit_country, exit_asn, username_template_enc, password_template_enc';
 
 /** A row of PACKED_COLUMNS, as better-sqlite3's raw mode gives it. */
 export type PackedRow = [
@@ -75,6 +131,13 @@ export type PackedRow = [
   userLength: number,
   passwordLength: number,
   sealedHex: string,
+  label: string | null,
+  exitIp: string | null,
+  exitSeenAt: number | null,
+  exitCountry: string | null,
+  exitAsn: number | null,
+  userTemplate: Buffer | null,
+  passwordTemplate: Buffer | null,
 ];
 
 /** The protocol names as constants: a row's own copy of "http" would be kept by every record. */
@@ -112,6 +175,10 @@ class LoadedRecord implements ProxyRecord {
   readonly tags: readonly string[];
   readonly createdAt: number;
   readonly updatedAt: number;
+  readonly label: string | null;
+  readonly usernameTemplate: string | null;
+  readonly passwordTemplate: string | null;
+  readonly exit: ExitIdentity | null;
   #cipher: CredentialCipher;
   /** The sealed bytes as latin1: the username's `#userLength`, then the password's; null once both are open. */
   #sealed: string | null;
@@ -132,6 +199,10 @@ class LoadedRecord implements ProxyRecord {
     this.tags = fields.tags;
     this.createdAt = fields.createdAt;
     this.updatedAt = fields.updatedAt;
+    this.label = fields.label ?? null;
+    this.usernameTemplate = fields.usernameTemplate ?? null;
+    this.passwordTemplate = fields.passwordTemplate ?? null;
+    this.exit = fields.exit ?? null;
     this.#cipher = cipher;
     this.#sealed = sealed.bytes;
     this.#userLength = sealed.userLength;
@@ -185,6 +256,17 @@ function sealedOf(row: SealedRow): Sealed {
   };
 }
 
+/**
+ * A gateway's templates, opened at once: few proxies have one, and the gateway renders them on every
+ * attempt. A damaged one throws CredentialDecryptError, like a damaged password.
+ */
+function templates(id: string, user: Buffer | null, pass: Buffer | null, cipher: CredentialCipher) {
+  return {
+    usernameTemplate: user === null ? null : cipher.open(user, context(id, 'username_template')),
+    passwordTemplate: pass === null ? null : cipher.open(pass, context(id, 'password_template')),
+  };
+}
+
 /** A record from a row of PACKED_COLUMNS (start-up): credentials decrypted on first read. */
 export function recordFromPacked(row: PackedRow, cipher: CredentialCipher): ProxyRecord {
   const [
@@ -201,8 +283,18 @@ export function recordFromPacked(row: PackedRow, cipher: CredentialCipher): Prox
     userLength,
     passwordLength,
     hex,
+    label,
+    exitIp,
+    exitSeenAt,
+    exitCountry,
+    exitAsn,
+    userTemplate,
+    passwordTemplate,
   ] = row;
   const fields = {
+    ...templates(id, userTemplate, passwordTemplate, cipher),
+    label,
+    exit: exitOf(exitIp, exitSeenAt, exitCountry, exitAsn),
     id,
     protocol: knownProtocol(id, protocol),
     host,
@@ -223,6 +315,9 @@ export function recordFromPacked(row: PackedRow, cipher: CredentialCipher): Prox
  */
 export function recordFromRow(row: SealedRow, cipher: CredentialCipher, lazy = false): ProxyRecord {
   const fields = {
+    ...templates(row.id, row.username_template_enc, row.password_template_enc, cipher),
+    label: row.label,
+    exit: exitOf(row.exit_ip, row.exit_seen_at, row.exit_country, row.exit_asn),
     id: row.id,
     protocol: knownProtocol(row.id, row.protocol),
     host: row.host,

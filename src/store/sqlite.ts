@@ -3,7 +3,7 @@ import { closeSync, existsSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { BulkGate, nextTurn } from '../lib/turns.ts';
-import type { ProxyRecord } from '../pool/types.ts';
+import type { ExitIdentity, ProxyRecord } from '../pool/types.ts';
 import {
   CredentialCipher,
   describeKeySource,
@@ -13,28 +13,25 @@ import {
   sealText,
 } from './crypto.ts';
 import { migrate } from './migrations.ts';
-import { PACKED_COLUMNS, type PackedRow, recordFromPacked, recordFromRow, sealedValues } from './rows.ts';
+import {
+  EXIT_COLUMNS,
+  exitValues,
+  INSERT_COLUMNS,
+  PACKED_COLUMNS,
+  type PackedRow,
+  ROW_COLUMNS,
+  recordFromPacked,
+  recordFromRow,
+  type SealedRow,
+  sealedValues,
+  UPDATE_COLUMNS,
+  updateValues,
+} from './rows.ts';
 import { DuplicateProxyError, type ProxyStore } from './types.ts';
 
 type Db = Database.Database;
 
-interface Row {
-  id: string;
-  seq: number;
-  protocol: string;
-  host: string;
-  port: number;
-  username_enc: Buffer | null;
-  password_enc: Buffer | null;
-  weight: number;
-  country: string | null;
-  tags: string;
-  created_at: number;
-  updated_at: number;
-}
-
-const COLUMNS =
-  'id, seq, protocol, host, port, username_enc, password_enc, weight, country, tags, created_at, updated_at';
+type Row = SealedRow & { seq: number };
 // Rows are read in bounded batches so that no cursor stays open while the caller awaits between rows.
 const BATCH = 1000;
 // Records sealed between two turns of the event loop in insertMany (~70 µs a record here).
@@ -49,11 +46,12 @@ const INSERT_SLICE_MS = 50;
 function prepare(db: Db) {
   return {
     insert: db.prepare(
-      `INSERT INTO proxies (id, seq, protocol, host, port, username_enc, password_enc, identity, weight,
-         country, tags, created_at, updated_at)
-       VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM proxies), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO proxies (seq, ${INSERT_COLUMNS})
+       VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM proxies), ${INSERT_COLUMNS.split(',').map(() => '?')})`,
     ),
-    get: db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM proxies WHERE id = ?`),
+    update: db.prepare(`UPDATE proxies SET ${UPDATE_COLUMNS.map((c) => `${c} = ?`)} WHERE id = ?`),
+    setExit: db.prepare(`UPDATE proxies SET ${EXIT_COLUMNS.map((c) => `${c} = ?`)} WHERE id = ?`),
+    get: db.prepare<[string], Row>(`SELECT ${ROW_COLUMNS} FROM proxies WHERE id = ?`),
     page: db
       .prepare<[number, number], PackedRow>(
         `SELECT ${PACKED_COLUMNS} FROM proxies WHERE seq > ? ORDER BY seq LIMIT ?`,
@@ -197,6 +195,23 @@ export class SqliteStore implements ProxyStore {
     return this.#bulk.whenIdle(() => this.opened().stmts.remove.run(id).changes > 0);
   }
 
+  update(r: ProxyRecord): Promise<boolean> {
+    return this.#bulk.whenIdle(() => {
+      const { stmts, cipher } = this.opened();
+      try {
+        return stmts.update.run(...updateValues(r, cipher), r.id).changes > 0;
+      } catch (e) {
+        throw uniqueViolation(e) ? new DuplicateProxyError() : e;
+      }
+    });
+  }
+
+  setExit(id: string, exit: ExitIdentity | null): Promise<void> {
+    return this.#bulk.whenIdle(() => {
+      this.opened().stmts.setExit.run(...exitValues(exit), id);
+    });
+  }
+
   getSetting(key: string): Promise<unknown> {
     return this.#bulk.whenIdle(() => {
       const v = this.opened().stmts.getSetting.get(key);
@@ -268,12 +283,13 @@ function insertRow(stmts: Statements, values: RowValues): void {
   try {
     stmts.insert.run(...values);
   } catch (e) {
-    const code = (e as { code?: unknown }).code;
-    if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-      throw new DuplicateProxyError();
-    }
-    throw e;
+    throw uniqueViolation(e) ? new DuplicateProxyError() : e;
   }
+}
+
+function uniqueViolation(e: unknown): boolean {
+  const code = (e as { code?: unknown }).code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
 function configure(db: Db, logger: Logger): void {

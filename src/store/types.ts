@@ -1,5 +1,5 @@
 import { RotaError } from '../errors/rota-error.ts';
-import type { ProxyRecord } from '../pool/types.ts';
+import type { ExitIdentity, ProxyRecord } from '../pool/types.ts';
 
 export type StorageBackend = 'memory' | 'sqlite' | 'postgres';
 
@@ -29,6 +29,14 @@ export interface ProxyStore {
   insertMany(records: readonly ProxyRecord[]): Promise<void>;
   /** Resolves false when no such id. */
   remove(id: string): Promise<boolean>;
+  /**
+   * Rewrites what a PATCH may change (credentials, templates, weight, country, tags, label) of the record
+   * with this id; never its address, creation time or exit. Resolves false when no such id; rejects with
+   * DuplicateProxyError when the new username makes the identity one another record has.
+   */
+  update(record: ProxyRecord): Promise<boolean>;
+  /** The exit a health check saw (null: forget it); nothing when no such id. */
+  setExit(id: string, exit: ExitIdentity | null): Promise<void>;
   getSetting(key: string): Promise<unknown>;
   putSetting(key: string, value: unknown): Promise<void>;
   /**

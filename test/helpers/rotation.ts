@@ -32,6 +32,8 @@ export function makeEntry(
       updatedAt: 0,
     },
     url: `http://proxy-${id}:8080`,
+    country: o.country ?? null,
+    exit: null,
     health: 'unknown',
     consecutiveFailures: 0,
     inFlight: o.inFlight ?? 0,

@@ -132,7 +132,12 @@ export class PoolTable {
       'tr',
       { 'data-id': r.id },
       cell('ID', 'opt', h('code', { title: r.id }, shortId(r.id))),
-      h('th', { scope: 'row', class: 'url' }, r.url),
+      h(
+        'th',
+        { scope: 'row', class: 'url' },
+        r.url,
+        r.label === null ? null : h('span', { class: 'proxy-label' }, ` ${r.label}`),
+      ),
       cell('Protocol', 'opt', r.protocol),
       cell('Country', '', r.country ?? '–'),
       cell('Health', '', h('span', { class: `badge health-${r.health}` }, r.health)),

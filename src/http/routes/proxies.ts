@@ -1,9 +1,10 @@
 import { Readable } from 'node:stream';
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { RotaError } from '../../errors/rota-error.ts';
+import type { ProxyEntry } from '../../pool/pool.ts';
 import type { StatusFilter } from '../../pool/types.ts';
-import { proxyView } from '../../pool/view.ts';
+import { proxyView, proxyWithCredentials } from '../../pool/view.ts';
 import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../../schemas/common.ts';
 import {
   AddProxyBody,
@@ -11,12 +12,15 @@ import {
   ExportQuery,
   ListQuery,
   type ListQueryT,
+  PatchProxyBody,
+  type PatchProxyBodyT,
   ProxyIdParams,
   ProxyPage,
   ProxySchema,
 } from '../../schemas/proxy.ts';
 import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
+import { routeOf } from '../hooks.ts';
 import { routeLimit } from '../rate-limit.ts';
 
 const TAG = ['proxies'];
@@ -31,9 +35,10 @@ function notFound(id: string): RotaError {
  *
  *   pool snapshot (array of refs) ──▶ generator ──▶ Readable (backpressure) ──▶ client
  */
-function ndjson(services: Services, filter: StatusFilter | undefined): Readable {
+function ndjson(services: Services, filter: StatusFilter | undefined, credentials: boolean): Readable {
   const { pool } = services;
   const it = pool.iterate(filter);
+  const line = credentials ? proxyWithCredentials : proxyView;
   return new Readable({
     highWaterMark: 64 * 1024,
     read() {
@@ -44,9 +49,23 @@ function ndjson(services: Services, filter: StatusFilter | undefined): Readable 
           this.push(null);
           return;
         }
-        more = this.push(`${JSON.stringify(proxyView(pool, next.value))}\n`);
+        more = this.push(`${JSON.stringify(line(pool, next.value))}\n`);
       }
     },
+  });
+}
+
+/** The audit line of an export with credentials (the route's GET is not audited otherwise). */
+function auditCredentialExport(services: Services, req: FastifyRequest): void {
+  services.audit.record({
+    action: 'proxy.export_credentials',
+    request_id: req.id,
+    client_ip: req.clientIp,
+    method: req.method,
+    route: routeOf(req),
+    status: 200,
+    outcome: 'success',
+    params: req.query,
   });
 }
 
@@ -106,7 +125,7 @@ export function proxyRoutes(services: Services): FastifyPluginAsync {
     );
 
     for (const path of ['/proxies/export', '/proxies/stream']) {
-      app.get<{ Querystring: { status_filter?: StatusFilter } }>(
+      app.get<{ Querystring: { status_filter?: StatusFilter; credentials: boolean } }>(
         path,
         {
           schema: {
@@ -126,8 +145,11 @@ export function proxyRoutes(services: Services): FastifyPluginAsync {
           },
         },
         async (req, reply) => {
+          const { status_filter, credentials } = req.query;
+          // Every export that holds credentials has its audit line, written before the first one leaves.
+          if (credentials) auditCredentialExport(services, req);
           reply.type('application/x-ndjson; charset=utf-8').header('cache-control', 'no-store');
-          return reply.send(ndjson(services, req.query.status_filter));
+          return reply.send(ndjson(services, status_filter, credentials));
         },
       );
     }
@@ -146,6 +168,31 @@ export function proxyRoutes(services: Services): FastifyPluginAsync {
         const e = pool.get(req.params.proxy_id);
         if (!e) throw notFound(req.params.proxy_id);
         return ok(req, proxyView(pool, e));
+      },
+    );
+
+    app.patch<{ Params: { proxy_id: string }; Body: PatchProxyBodyT }>(
+      '/proxies/:proxy_id',
+      {
+        config: { audit: 'proxy.update' },
+        schema: {
+          tags: TAG,
+          summary: 'Change a proxy (weight, country, tags, label, credentials, templates)',
+          description:
+            'Only the fields given change; null clears one. 409 when a new username makes it a duplicate ' +
+            'of another member (same URL and username). Credentials and templates are never returned.',
+          params: ProxyIdParams,
+          body: PatchProxyBody,
+          response: {
+            200: Envelope(ProxySchema),
+            ...errorResponses(404, 409, 413, 415, 422, STORAGE_UNAVAILABLE),
+          },
+        },
+      },
+      async (req) => {
+        const entry: ProxyEntry | null = await pool.update(req.params.proxy_id, req.body);
+        if (!entry) throw notFound(req.params.proxy_id);
+        return ok(req, proxyView(pool, entry));
       },
     );
 
