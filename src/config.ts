@@ -49,6 +49,10 @@ export interface Config {
   readonly healthCheckUrl: string;
   readonly healthCheckConcurrency: number;
   readonly healthCheckIntervalS: number;
+  /** An echo endpoint answering the caller's address (ROTA_EXIT_IP_URL); null: exits are not learned. */
+  readonly exitIpUrl: string | null;
+  /** A MaxMind-format .mmdb (country or city, optionally ASN) for exit countries (ROTA_GEOIP_DB). */
+  readonly geoipDb: string | null;
   readonly publicMetrics: boolean;
   readonly maxBodyBytes: number;
   readonly maxResponseBytes: number;
@@ -183,6 +187,8 @@ export function loadConfig(env: Env = process.env): Config {
     healthCheckUrl: parseUrlVar(r, 'ROTA_HEALTH_CHECK_URL', 'http://www.gstatic.com/generate_204'),
     healthCheckConcurrency: r.int('ROTA_HEALTH_CHECK_CONCURRENCY', 50, 1, 10_000),
     healthCheckIntervalS: r.int('ROTA_HEALTH_CHECK_INTERVAL_S', 0, 0, 86_400),
+    exitIpUrl: r.optStr('ROTA_EXIT_IP_URL') === null ? null : parseUrlVar(r, 'ROTA_EXIT_IP_URL', ''),
+    geoipDb: r.optStr('ROTA_GEOIP_DB'),
     publicMetrics: r.bool('ROTA_PUBLIC_METRICS', false),
     maxBodyBytes: r.int('ROTA_MAX_BODY_BYTES', 1_048_576, 1_024, 1_073_741_824),
     maxResponseBytes: r.int('ROTA_MAX_RESPONSE_BYTES', 10_485_760, 1_024, 1_073_741_824),

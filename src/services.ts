@@ -9,6 +9,7 @@ import { BreakerRegistry } from './breaker/registry.ts';
 import type { BreakerStateName } from './breaker/types.ts';
 import type { Config } from './config.ts';
 import { RuntimeSettings } from './control/settings.ts';
+import { createExitLearner, exitSharers } from './exit/index.ts';
 import { Listeners } from './forward/listeners.ts';
 import { HealthChecker } from './health/checker.ts';
 import { ClientIpResolver } from './http/client-ip.ts';
@@ -180,11 +181,17 @@ export async function createServices(
     processMetrics: o.processMetrics ?? true,
   });
   const shared = await createSharedState(config.redisUrl, logger);
-  const bans = new BanJudge(banPolicy, cooldowns, (e) => {
-    prom.recordBan(e.status);
-    retryMetrics.recordBan(e.proxyId);
-    shared.banned(e.proxyId, e.host, e.until, e.count);
-  });
+  const bans = new BanJudge(
+    banPolicy,
+    cooldowns,
+    (e) => {
+      prom.recordBan(e.status);
+      retryMetrics.recordBan(e.proxyId);
+      shared.banned(e.proxyId, e.host, e.until, e.count);
+    },
+    // A ban of one proxy bans every proxy last seen exiting from its address (exit/).
+    (id) => exitSharers(pool, id),
+  );
   const executor = new Executor({
     selector,
     breakers,
@@ -211,6 +218,15 @@ export async function createServices(
     timeoutMs: Math.min(config.timeoutS, 10) * 1000,
     monotonic: clock.monotonic,
     now: clock.now,
+    // ROTA_EXIT_IP_URL: exit addresses learned after each passed check (exit/).
+    exits: createExitLearner(config, {
+      pool,
+      dispatchers,
+      logger,
+      registry: prom.registry,
+      now: clock.now,
+      monotonic: clock.monotonic,
+    }),
   });
   pool.listen({
     added: (e: ProxyEntry) => {

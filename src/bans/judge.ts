@@ -1,4 +1,4 @@
-import type { CooldownTable } from './cooldowns.ts';
+import type { BanTerms, CooldownTable } from './cooldowns.ts';
 import { banSignal, type TargetAnswer } from './detect.ts';
 import type { BanPolicyHolder } from './policy.ts';
 
@@ -19,12 +19,33 @@ export class BanJudge {
   readonly #policy: BanPolicyHolder;
   readonly #table: CooldownTable;
   readonly #onBan: (e: BanEvent) => void;
+  readonly #sharers: (proxyId: string) => readonly string[];
   readonly #now = (): number => this.#table.now();
 
-  constructor(policy: BanPolicyHolder, table: CooldownTable, onBan: (e: BanEvent) => void) {
+  /**
+   * `sharers`: the other proxies last seen exiting from the banned one's address (exit/): a site bans an
+   * address, so each of them cools down for the host too, and is reported as banned like it.
+   */
+  constructor(
+    policy: BanPolicyHolder,
+    table: CooldownTable,
+    onBan: (e: BanEvent) => void,
+    sharers: (proxyId: string) => readonly string[] = () => [],
+  ) {
     this.#policy = policy;
     this.#table = table;
     this.#onBan = onBan;
+    this.#sharers = sharers;
+  }
+
+  /** Cools (proxy, host) down, and (sharer, host) for each proxy sharing its exit; the proxy's cool-down. */
+  #ban(proxyId: string, host: string, o: BanTerms, event: Omit<BanEvent, 'proxyId' | 'until' | 'count'>) {
+    const c = this.#table.ban(proxyId, host, o);
+    for (const other of this.#sharers(proxyId)) {
+      const s = this.#table.ban(other, host, o);
+      this.#onBan({ ...event, proxyId: other, until: s.until, count: s.count });
+    }
+    return c;
   }
 
   /** True when `answer` is a ban of `proxyId` by `host` (and the pair is now cooling down). */
@@ -32,11 +53,12 @@ export class BanJudge {
     const policy = this.#policy.get();
     const signal = banSignal(policy, answer, this.#now);
     if (signal === undefined) return false;
-    const c = this.#table.ban(proxyId, host, {
+    const terms = {
       cooldownS: policy.cooldown_s,
       maxCooldownS: policy.max_cooldown_s,
       retryAfterS: signal.retryAfterS,
-    });
+    };
+    const c = this.#ban(proxyId, host, terms, { host, status: answer.status });
     this.#onBan({ proxyId, host, status: answer.status, until: c.until, count: c.count });
     return true;
   }

@@ -35,6 +35,8 @@ export interface HealthCheckerDeps {
   timeoutMs: number;
   monotonic: () => number;
   now: () => number;
+  /** With ROTA_EXIT_IP_URL: learns the exit of each proxy that passed (exit/learner.ts). */
+  exits?: { learn(e: ProxyEntry): Promise<void> } | null;
 }
 
 /**
@@ -110,6 +112,7 @@ export class HealthChecker {
       recordAttempt(e, !fault, fault, latency);
       this.d.selector.record(e, { ok: !fault, latencyMs: latency, proxyFault: fault });
     }
+    if (!fault && !cut) await this.d.exits?.learn(e);
     return {
       proxy_id: e.record.id,
       status: fault || cut ? 'failed' : 'working',
