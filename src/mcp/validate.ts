@@ -45,7 +45,7 @@ function pathOf(e: ErrorObject): (string | number)[] {
   return extra === undefined ? path : [...path, extra];
 }
 
-export function detailOf(errors: readonly ErrorObject[]): DetailItem[] {
+function detailOf(errors: readonly ErrorObject[]): DetailItem[] {
   const seen = new Set<string>();
   const out: DetailItem[] = [];
   for (const e of errors) {
