@@ -7,6 +7,7 @@ import type { PromMetrics } from './metrics/prometheus.ts';
 import type { StatsAggregator } from './metrics/stats.ts';
 import type { RetryPolicyHolder } from './outbound/retry-policy.ts';
 import type { Selector } from './outbound/selector.ts';
+import type { PolicyHolder } from './policies/holder.ts';
 import type { Pool } from './pool/pool.ts';
 import type { SharedState } from './shared-state/shared.ts';
 import type { SourceManager } from './sources/manager.ts';
@@ -20,6 +21,7 @@ export interface Startable {
   readonly retry: RetryPolicyHolder;
   readonly banPolicy: BanPolicyHolder;
   readonly inspectionSettings: InspectionSettings;
+  readonly policies: PolicyHolder;
   readonly pool: Pool;
   readonly shared: SharedState;
   readonly selector: Selector;
@@ -46,6 +48,7 @@ export async function startServices(s: Startable): Promise<void> {
   if (await retry.load()) settings.markStored();
   if (await banPolicy.load()) settings.markStored();
   if (await inspectionSettings.load()) settings.markStored();
+  await s.policies.load();
   await pool.load();
   await shared.start({
     pool,
@@ -59,12 +62,14 @@ export async function startServices(s: Startable): Promise<void> {
       await retry.load();
       await banPolicy.load();
       await inspectionSettings.load();
+      await s.policies.load();
     },
     onSettingsChange: (l) => {
       settings.onChange(l);
       retry.onChange(l);
       banPolicy.onChange(l);
       inspectionSettings.onChange(l);
+      s.policies.onChange(l);
     },
   });
   s.health.start(s.config.healthCheckIntervalS);

@@ -1,6 +1,12 @@
 import type { BanTerms, CooldownTable } from './cooldowns.ts';
 import { banSignal, type TargetAnswer } from './detect.ts';
-import type { BanPolicyHolder } from './policy.ts';
+import type { BanPolicy, BanPolicyHolder } from './policy.ts';
+
+/** A policy rule as ban detection reads it (policies/rulebook.ts): its ban fields over the ban policy. */
+export interface BanRule {
+  readonly name: string;
+  readonly ban?: Partial<Pick<BanPolicy, 'status_codes' | 'body_patterns' | 'cooldown_s'>> | undefined;
+}
 
 /** What the rest of Rota hears of a ban (metrics, retry metrics' events). */
 export interface BanEvent {
@@ -9,6 +15,8 @@ export interface BanEvent {
   readonly status: number;
   readonly until: number;
   readonly count: number;
+  /** The policy rule of the call that saw it, if any. */
+  readonly rule?: string | undefined;
 }
 
 /**
@@ -49,18 +57,38 @@ export class BanJudge {
   }
 
   /** True when `answer` is a ban of `proxyId` by `host` (and the pair is now cooling down). */
-  judge(proxyId: string, host: string, answer: TargetAnswer): boolean {
-    const policy = this.#policy.get();
+  judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule): boolean {
+    const global = this.#policy.get();
+    // A rule that sets ban fields turns detection on for its calls, whatever the global switch.
+    const policy = rule?.ban === undefined ? global : { ...global, ...rule.ban, enabled: true };
     const signal = banSignal(policy, answer, this.#now);
     if (signal === undefined) return false;
     const terms = {
       cooldownS: policy.cooldown_s,
-      maxCooldownS: policy.max_cooldown_s,
+      maxCooldownS: Math.max(policy.max_cooldown_s, policy.cooldown_s),
       retryAfterS: signal.retryAfterS,
     };
-    const c = this.#ban(proxyId, host, terms, { host, status: answer.status });
-    this.#onBan({ proxyId, host, status: answer.status, until: c.until, count: c.count });
+    const c = this.#ban(proxyId, host, terms, { host, status: answer.status, rule: rule?.name });
+    this.#onBan({ proxyId, host, status: answer.status, until: c.until, count: c.count, rule: rule?.name });
     return true;
+  }
+
+  /**
+   * A ban a client saw where Rota could not (inside a tunnel it does not open): the same cool-down table,
+   * doubling and bounds as a ban Rota judged. `cooldownS` is capped at the policy's max_cooldown_s.
+   */
+  report(proxyId: string, host: string, cooldownS?: number): BanEvent {
+    const policy = this.#policy.get();
+    const first = Math.min(cooldownS ?? policy.cooldown_s, policy.max_cooldown_s);
+    const terms = {
+      cooldownS: first,
+      maxCooldownS: Math.max(policy.max_cooldown_s, first),
+      retryAfterS: null,
+    };
+    const c = this.#ban(proxyId, host, terms, { host, status: 0 });
+    const e: BanEvent = { proxyId, host, status: 0, until: c.until, count: c.count };
+    this.#onBan(e);
+    return e;
   }
 }
 

@@ -30,7 +30,25 @@ export interface ErrorSpec {
   readonly message: string;
   /** The code clients see, when it is not the registry's own name. */
   readonly wire?: string;
+  /**
+   * RFC 9209's error type for the `Proxy-Status` header of a door's own error answer; absent: a 4xx is
+   * `http_request_error`, a 5xx `proxy_internal_error`.
+   */
+  readonly proxyStatus?: ProxyStatusError;
 }
+
+/** The RFC 9209 (section 2.3) error types Rota uses. */
+export type ProxyStatusError =
+  | 'destination_ip_prohibited'
+  | 'destination_unavailable'
+  | 'connection_limit_reached'
+  | 'http_request_denied'
+  | 'http_request_error'
+  | 'http_response_timeout'
+  | 'http_response_body_size'
+  | 'tls_certificate_error'
+  | 'proxy_internal_error'
+  | 'proxy_configuration_error';
 
 const { GENERAL_FAILURE: FAIL, NOT_ALLOWED, HOST_UNREACHABLE, TTL_EXPIRED } = SOCKS5_REPLY;
 
@@ -49,6 +67,7 @@ export const ERRORS = {
     socks: NOT_ALLOWED,
     message: 'Target not allowed',
     wire: 'INVALID_URL',
+    proxyStatus: 'destination_ip_prohibited',
   },
   INVALID_METHOD: { status: 422, socks: FAIL, message: 'Invalid method' },
   INVALID_TIMEOUT: { status: 422, socks: FAIL, message: 'Invalid timeout' },
@@ -70,33 +89,87 @@ export const ERRORS = {
 
   // Who may ask, and how often.
   UNAUTHORIZED: { status: 401, socks: FAIL, message: 'A valid API key is required' },
-  PROXY_AUTH_REQUIRED: { status: 407, socks: FAIL, message: 'Proxy authentication required' },
-  RATE_LIMIT_EXCEEDED: { status: 429, socks: FAIL, message: 'Rate limit exceeded' },
-  TOO_MANY_CONNECTIONS: { status: 503, socks: FAIL, message: 'Too many connections' },
+  PROXY_AUTH_REQUIRED: {
+    status: 407,
+    socks: FAIL,
+    message: 'Proxy authentication required',
+    proxyStatus: 'http_request_denied',
+  },
+  RATE_LIMIT_EXCEEDED: {
+    status: 429,
+    socks: FAIL,
+    message: 'Rate limit exceeded',
+    proxyStatus: 'http_request_denied',
+  },
+  HOST_RATE_LIMITED: {
+    status: 429,
+    socks: FAIL,
+    message: "The target host's rate limit (a policy rule) leaves no start within the call's timeout",
+    proxyStatus: 'http_request_denied',
+  },
+  TOO_MANY_CONNECTIONS: {
+    status: 503,
+    socks: FAIL,
+    message: 'Too many connections',
+    proxyStatus: 'connection_limit_reached',
+  },
   MISDIRECTED_REQUEST: { status: 421, socks: FAIL, message: 'This host is not served here' },
   FORBIDDEN_ORIGIN: { status: 403, socks: NOT_ALLOWED, message: 'Requests from this origin are refused' },
-  SSRF_BLOCKED: { status: 403, socks: NOT_ALLOWED, message: 'Target not allowed' },
+  SSRF_BLOCKED: {
+    status: 403,
+    socks: NOT_ALLOWED,
+    message: 'Target not allowed',
+    proxyStatus: 'destination_ip_prohibited',
+  },
 
   // The pool.
   PROXY_NOT_FOUND: { status: 404, socks: FAIL, message: 'Proxy not found' },
   PROXY_ALREADY_EXISTS: { status: 409, socks: FAIL, message: 'A proxy with this URL already exists' },
-  PROXY_POOL_EMPTY: { status: 503, socks: FAIL, message: 'No proxy can serve the request' },
+  PROXY_POOL_EMPTY: {
+    status: 503,
+    socks: FAIL,
+    message: 'No proxy can serve the request',
+    proxyStatus: 'destination_unavailable',
+  },
+  SESSION_NOT_FOUND: { status: 404, socks: FAIL, message: 'Session not found' },
 
   // A call through the proxies.
-  PROXY_FAILOVER_EXHAUSTED: { status: 502, socks: HOST_UNREACHABLE, message: 'Every proxy tried failed' },
-  PROXY_ERROR: { status: 502, socks: FAIL, message: 'The proxy failed' },
+  PROXY_FAILOVER_EXHAUSTED: {
+    status: 502,
+    socks: HOST_UNREACHABLE,
+    message: 'Every proxy tried failed',
+    proxyStatus: 'destination_unavailable',
+  },
+  PROXY_ERROR: {
+    status: 502,
+    socks: FAIL,
+    message: 'The proxy failed',
+    proxyStatus: 'destination_unavailable',
+  },
   TARGET_UNREACHABLE: {
     status: 504,
     socks: HOST_UNREACHABLE,
     message: 'The target could not be reached through the proxies',
+    proxyStatus: 'destination_unavailable',
   },
   REQUEST_TIMEOUT: {
     status: 504,
     socks: TTL_EXPIRED,
     message: 'The request did not complete within its timeout',
+    proxyStatus: 'http_response_timeout',
   },
-  REQUEST_FAILED: { status: 502, socks: FAIL, message: 'The request failed' },
-  TARGET_CERT_INVALID: { status: 502, socks: FAIL, message: "The target's certificate is not valid" },
+  REQUEST_FAILED: {
+    status: 502,
+    socks: FAIL,
+    message: 'The request failed',
+    proxyStatus: 'destination_unavailable',
+  },
+  TARGET_CERT_INVALID: {
+    status: 502,
+    socks: FAIL,
+    message: "The target's certificate is not valid",
+    proxyStatus: 'tls_certificate_error',
+  },
 
   // Proxy sources.
   SOURCE_FETCH_FAILED: { status: 502, socks: FAIL, message: 'The proxy source could not be fetched' },
@@ -117,6 +190,12 @@ export type RotaErrorCode = keyof typeof ERRORS;
 /** Every registered code's spec, read as the common shape. */
 export function specOf(code: RotaErrorCode): ErrorSpec {
   return ERRORS[code];
+}
+
+/** RFC 9209's error type for `code` (the door's `Proxy-Status` header). */
+export function proxyStatusOf(code: RotaErrorCode): ProxyStatusError {
+  const spec = specOf(code);
+  return spec.proxyStatus ?? (spec.status < 500 ? 'http_request_error' : 'proxy_internal_error');
 }
 
 /** The code clients see for `code`. */

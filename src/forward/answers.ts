@@ -1,10 +1,11 @@
-import { type RotaErrorCode, specOf, wireCode } from '../errors/codes.ts';
+import { proxyStatusOf, type RotaErrorCode, specOf, wireCode } from '../errors/codes.ts';
 import { RotaError } from '../errors/rota-error.ts';
 
 /**
  * How the listeners answer when no response or tunnel could be made: a code of the one registry
  * (errors/codes.ts) gives the HTTP listener's status and the SOCKS5 reply, so that the two doors, and
- * the API, never disagree. Every HTTP answer carries `X-Rota-Error: <code>` and a one-line text body.
+ * the API, never disagree. Every HTTP answer carries `X-Rota-Error: <code>`, RFC 9209's `Proxy-Status`
+ * (`rota; error=<type>; details="<code>"`, the type from the registry) and a one-line text body.
  */
 export interface Refusal {
   readonly status: number;
@@ -12,13 +13,17 @@ export interface Refusal {
   readonly code: string;
   readonly message: string;
   readonly socksReply: number;
+  /** The `Proxy-Status` header's value (RFC 9209). */
+  readonly proxyStatus: string;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
 export function refusal(code: RotaErrorCode, message?: string, headers?: Record<string, string>): Refusal {
   const spec = specOf(code);
-  const base = { status: spec.status, code: wireCode(code), message: message ?? spec.message };
-  return { ...base, socksReply: spec.socks, ...(headers ? { headers } : {}) };
+  const wire = wireCode(code);
+  const base = { status: spec.status, code: wire, message: message ?? spec.message };
+  const proxyStatus = `rota; error=${proxyStatusOf(code)}; details="${wire}"`;
+  return { ...base, socksReply: spec.socks, proxyStatus, ...(headers ? { headers } : {}) };
 }
 
 /**

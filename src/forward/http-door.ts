@@ -50,6 +50,7 @@ export function admit(auth: ListenerAuth, req: IncomingMessage): Admission | Pro
   const h = req.headers;
   if (
     !auth.required &&
+    !auth.challenges &&
     h['proxy-authorization'] === undefined &&
     h['x-rota-session'] === undefined &&
     h['x-rota-country'] === undefined
@@ -141,6 +142,7 @@ export function writeRefusal(res: ServerResponse, r: Refusal): void {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': Buffer.byteLength(body),
     'x-rota-error': r.code,
+    'proxy-status': r.proxyStatus,
     ...r.headers,
   });
   res.end(body);
@@ -153,7 +155,7 @@ export function rawRefusal(r: Refusal): string {
   return (
     `HTTP/1.1 ${r.status} ${STATUS_CODES[r.status] ?? 'Error'}\r\n` +
     `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-    `X-Rota-Error: ${r.code}\r\nConnection: close\r\n${extra.join('')}\r\n${body}`
+    `X-Rota-Error: ${r.code}\r\nProxy-Status: ${r.proxyStatus}\r\nConnection: close\r\n${extra.join('')}\r\n${body}`
   );
 }
 

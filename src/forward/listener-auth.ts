@@ -18,6 +18,12 @@ export interface ListenerAuthDeps {
   readonly apiKey: string | null;
   readonly budget: AuthFailureBudget;
   readonly audit: AuditLog;
+  /**
+   * ROTA_PROXY_CHALLENGE: with auth off, the HTTP listener still answers 407 to a request without
+   * credentials (and then takes any), so that browsers, which send proxy credentials only after a 407,
+   * pass their username and its session and country parameters.
+   */
+  readonly challenge?: boolean | undefined;
 }
 
 export interface Presented {
@@ -53,9 +59,16 @@ export class ListenerAuth {
     return this.#d.requireAuth;
   }
 
+  /** Whether the HTTP listener challenges a request without credentials although auth is off. */
+  get challenges(): boolean {
+    return this.#d.challenge === true && !this.#d.requireAuth;
+  }
+
   /** With auth off, the verdict at once (no promise): every listener call asks. */
   check(p: Presented): Verdict | Promise<Verdict> {
-    if (!this.#d.requireAuth) return OK;
+    if (!this.#d.requireAuth) {
+      return p.password === null && p.listener === 'http' && this.challenges ? REFUSED : OK;
+    }
     return this.#check(p);
   }
 

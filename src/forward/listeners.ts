@@ -80,6 +80,7 @@ export class Listeners {
       apiKey: config.apiKey,
       budget: new AuthFailureBudget(services.rateCounter, config.authFailureLimit),
       audit: services.audit,
+      challenge: config.proxyChallenge,
     });
     const gateway = new ForwardGateway({
       executor: services.executor,

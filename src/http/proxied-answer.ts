@@ -11,6 +11,10 @@ export interface ProxiedFields {
   proxy_id: string;
   attempts: number;
   elapsed_ms: number;
+  /** The session the call used, when it named one. */
+  session_id?: string;
+  /** The policy rule that applied, if any. */
+  policy?: string;
 }
 
 // Stands in for the body while the rest of the envelope is serialised. Random per process, so that no
@@ -115,6 +119,8 @@ function envelope(req: Identified, f: ProxiedFields, body: string, encoding: 'ut
     proxy_id: f.proxy_id,
     attempts: f.attempts,
     elapsed_ms: f.elapsed_ms,
+    ...(f.session_id === undefined ? {} : { session_id: f.session_id }),
+    ...(f.policy === undefined ? {} : { policy: f.policy }),
   });
 }
 

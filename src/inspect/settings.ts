@@ -10,6 +10,7 @@
  *   passthrough names the host ──▶ no
  *   the client asked `inspect-off` ──▶ no
  *   the client asked `inspect-on` ──▶ yes (even with `hosts` empty)
+ *   the first policy rule of the host that sets `inspect` ──▶ what it says
  *   otherwise ──▶ whether `hosts` names it
  */
 import { type Static, Type } from 'typebox';
@@ -46,7 +47,15 @@ export class InspectionSettings {
   readonly #policy: StoredPolicy<InspectionLists>;
   #compiled: Compiled;
 
-  constructor(store: ProxyStore, config: Pick<Config, 'inspectHosts'>) {
+  /** What the policy list says of a host's tunnels (policies/index.ts ruleInspects); undefined: nothing. */
+  readonly #ruleSays: (host: string) => boolean | undefined;
+
+  constructor(
+    store: ProxyStore,
+    config: Pick<Config, 'inspectHosts'>,
+    ruleSays: (host: string) => boolean | undefined = () => undefined,
+  ) {
+    this.#ruleSays = ruleSays;
     const base = { hosts: [...config.inspectHosts], passthrough: [] };
     this.#policy = new StoredPolicy(store, STORAGE_KEY, ListsSchema, base);
     this.#compiled = compile(this.#policy.get());
@@ -82,11 +91,13 @@ export class InspectionSettings {
   /** Whether the tunnel to `host` (a CONNECT target's or SNI host) is inspected. */
   decide(host: string, clientAsk: ClientAsk): boolean {
     const c = this.#current();
+    const rule = clientAsk === undefined ? this.#ruleSays(host) : undefined;
     // Every CONNECT and SOCKS5 tunnel asks: with inspection unused, the answer costs no normalisation.
-    if (clientAsk === undefined && c.hosts.patterns.length === 0) return false;
+    if (clientAsk === undefined && rule === undefined && c.hosts.patterns.length === 0) return false;
     const h = normalizeHost(host);
     if (c.passthrough.matchesNormal(h)) return false;
     if (clientAsk !== undefined) return clientAsk === 'on';
+    if (rule !== undefined) return rule;
     return c.hosts.matchesNormal(h);
   }
 

@@ -1,4 +1,5 @@
 import type { TargetAnswer } from '../bans/detect.ts';
+import type { BanRule } from '../bans/judge.ts';
 import type { Permit } from '../breaker/types.ts';
 import type { CallerSignal } from '../lib/abort.ts';
 import type { AttemptRecord } from '../metrics/calls.ts';
@@ -16,7 +17,7 @@ import type { Work } from './work.ts';
 
 /** `banned`: the target refused this proxy's address (bans/); the pair is cooling down already. */
 export type AttemptResult<R> =
-  | { type: 'response'; response: R; retryable: boolean; banned: boolean }
+  | { type: 'response'; response: R; retryable: boolean; banned: boolean; status: number | undefined }
   | { type: 'error'; error: UpstreamError };
 
 /** An attempt's result, and where its record went in the call's attempt records (-1: not recorded). */
@@ -29,7 +30,9 @@ export interface AttemptDeps {
   readonly selector: Selector;
   readonly monotonic: () => number;
   /** Ban detection: true when the answer banned the proxy for `host`. */
-  readonly bans?: { judge(proxyId: string, host: string, answer: TargetAnswer): boolean } | undefined;
+  readonly bans?:
+    | { judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule): boolean }
+    | undefined;
   /** Refusals of one target by one proxy: the pair cools down (bans/refusals.ts). */
   readonly refusals?: { refused(proxyId: string, host: string, port: number): void } | undefined;
 }
@@ -44,6 +47,8 @@ export interface AttemptInput<R> {
   readonly host: string | undefined;
   /** The target's port, for refusals of host:port; undefined when there is none. */
   readonly port?: number | undefined;
+  /** The call's policy rule: its ban fields over the ban policy, its name on the ban's report. */
+  readonly rule?: BanRule | undefined;
   readonly deadline: number;
   readonly signal?: CallerSignal | undefined;
   readonly onResponseStart?: (() => void) | undefined;
@@ -88,9 +93,11 @@ export function runAttempt<R>(d: AttemptDeps, a: AttemptInput<R>): Promise<Settl
 function answered<R>(d: AttemptDeps, a: AttemptInput<R>, response: R): AttemptResult<R> {
   const answer = a.work.answer(response);
   const banned =
-    answer !== null && a.host !== undefined && d.bans?.judge(a.entry.record.id, a.host, answer) === true;
+    answer !== null &&
+    a.host !== undefined &&
+    d.bans?.judge(a.entry.record.id, a.host, answer, a.rule) === true;
   const retryable = answer !== null && a.retryStatusCodes.includes(answer.status);
-  return { type: 'response', response, retryable, banned };
+  return { type: 'response', response, retryable, banned, status: answer?.status };
 }
 
 /**
@@ -133,11 +140,12 @@ function settle<R>(d: AttemptDeps, a: AttemptInput<R>, r: AttemptResult<R>, late
   if (blame !== 'nobody') d.selector.record(a.entry, { ok, latencyMs, proxyFault });
   const kind = r.type === 'error' ? r.error.kind : r.banned ? 'banned' : undefined;
   const outcome = outcomeOf(r, proxyFault);
+  const status = r.type === 'response' ? r.status : undefined;
   // No `kind` key at all on a plain success (not one set to undefined); no spread of a temporary object.
   const record: AttemptRecord =
     kind === undefined
-      ? { proxyId: a.entry.record.id, attempt: a.n, outcome, latencyMs }
-      : { proxyId: a.entry.record.id, attempt: a.n, outcome, latencyMs, kind };
+      ? { proxyId: a.entry.record.id, attempt: a.n, outcome, latencyMs, status }
+      : { proxyId: a.entry.record.id, attempt: a.n, outcome, latencyMs, kind, status };
   a.attempts.push(record);
   return a.attempts.length - 1;
 }

@@ -88,6 +88,26 @@ export function poolEmptyError(
   });
 }
 
+/**
+ * 429 HOST_RATE_LIMITED: a policy rule's pace (`host_rate_limit`, or `min_interval_ms` through every
+ * proxy) leaves no start for this call within its timeout. `Retry-After` says when one would be free.
+ */
+export function hostRateLimited(
+  rule: string,
+  waitMs: number,
+  by: 'host_rate_limit' | 'min_interval_ms',
+): RotaError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new RotaError(
+    'HOST_RATE_LIMITED',
+    `The ${by} of policy rule ${rule} leaves no start within the timeout`,
+    {
+      headers: { 'retry-after': String(seconds) },
+      details: { rule, retry_after_s: seconds },
+    },
+  );
+}
+
 /** TLS errors that say the target's certificate was not trusted or not its name's. */
 const CERT_REFUSED = /^(CERT_|DEPTH_ZERO_|SELF_SIGNED_|UNABLE_TO_(GET|VERIFY)|ERR_TLS_CERT_ALTNAME)/;
 

@@ -2,7 +2,10 @@ import type { Cooldown, CooldownTable } from '../bans/cooldowns.ts';
 import { pairKey } from '../bans/refusals.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { CallerSignal } from '../lib/abort.ts';
+import type { LastStarts } from '../policies/pace.ts';
+import { passesFilter, type Rule } from '../policies/rulebook.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
+import type { SessionTerms } from '../rotation/sessions.ts';
 import type { SelectionRequest } from '../rotation/types.ts';
 
 /**
@@ -12,10 +15,12 @@ import type { SelectionRequest } from '../rotation/types.ts';
  *
  *   not tried by this call ∧ of the requested country (a hard filter) ∧ under its in-flight cap
  *   ∧ not cooling down for the target's host (bans/) nor for its host:port (bans/refusals.ts)
- *   ∧ admitted by its breaker
+ *   ∧ of the tags and countries the call's policy rule asks ∧ past the rule's interval since it last
+ *     started a request to the host (min_interval_ms) ∧ admitted by its breaker
  *
+ * A policy rule (policies/) enters here and in the call prelude only: never in a door or a strategy.
  * `ignore` drops one rule, to ask "would anyone serve but for it?" (the cap: wait for a slot; a
- * cool-down: fall back to the pair whose cool-down ends first).
+ * cool-down: fall back to the pair whose cool-down ends first; the pace: wait for the interval).
  */
 export interface EligibilityDeps {
   readonly breakers: BreakerRegistry;
@@ -24,32 +29,74 @@ export interface EligibilityDeps {
   readonly refusals: CooldownTable | null;
   /** ROTA_PROXY_MAX_IN_FLIGHT; 0: no cap. */
   readonly maxInFlight: number;
+  /** When each proxy last started a request to each host (a rule's min_interval_ms). */
+  readonly lastStarts: LastStarts;
+  readonly now: () => number;
+}
+
+/** A selection as the engine asks it: the strategies' request, and what the call's policy adds. */
+export interface Selection extends SelectionRequest {
+  /** The policy rule that applies to the call (policies/), if any. */
+  readonly rule?: Rule | undefined;
+  /** The session's terms (rotation/sessions.ts); absent: the defaults. */
+  readonly terms?: SessionTerms | undefined;
+  /** A ban does not move the session: its pin stays eligible while it cools down for the host. */
+  readonly keepOnBan?: boolean | undefined;
 }
 
 export type Eligible = (e: ProxyEntry) => boolean;
 
-export function eligibility(
-  d: EligibilityDeps,
-  req: SelectionRequest,
-  ignore?: 'cap' | 'cooldown',
-): Eligible {
-  const { exclude, onlyCountry } = req;
+export type Ignored = 'cap' | 'cooldown' | 'pace';
+
+export function eligibility(d: EligibilityDeps, req: Selection, ignore?: Ignored): Eligible {
+  const { exclude, onlyCountry, rule } = req;
   const breakers = d.breakers;
-  const cap = ignore === 'cap' ? 0 : d.maxInFlight;
+  const cap = ignore === 'cap' ? 0 : (rule?.maxInFlight ?? d.maxInFlight);
   const cool = ignore === 'cooldown' ? undefined : coolingFor(d, req);
   // The common case, nothing but exclusions and breakers: the cheapest closure.
-  if (onlyCountry === undefined && cap === 0 && cool === undefined) {
+  if (onlyCountry === undefined && cap === 0 && cool === undefined && rule === undefined) {
     return (e) => !exclude?.has(e.record.id) && breakers.isAdmissible(e.record.id);
   }
   const now = cool === undefined ? 0 : ((d.cooldowns ?? d.refusals)?.now() ?? 0);
+  const filter = rule?.filter ?? null;
+  const paced = ignore === 'pace' ? undefined : pacing(d, req);
   return (e) => {
     const id = e.record.id;
     if (exclude?.has(id)) return false;
     if (onlyCountry !== undefined && e.country !== onlyCountry) return false;
     if (cap > 0 && e.inFlight >= cap) return false;
     if (cool !== undefined && coolUntil(cool, id) > now) return false;
+    if (filter !== null && !passesFilter(filter, e.record.tags, e.country)) return false;
+    if (paced !== undefined && d.lastStarts.freeAt(paced.host, id, paced.ms) > paced.now) return false;
     return breakers.isAdmissible(id);
   };
+}
+
+/** The rule's interval between two starts through one proxy to the target's host, when it sets one. */
+function pacing(d: EligibilityDeps, req: Selection): { host: string; ms: number; now: number } | undefined {
+  const ms = req.rule?.minIntervalMs;
+  if (ms === undefined || req.host === undefined) return undefined;
+  return { host: req.host, ms, now: d.now() };
+}
+
+/**
+ * Ms until the first member eligible but for the pace may start a request to the host; null when the
+ * pace holds nobody back (nobody eligible even without it, or no pace).
+ */
+export function paceWaitMs(
+  d: EligibilityDeps,
+  req: Selection,
+  members: readonly ProxyEntry[],
+): number | null {
+  const paced = pacing(d, req);
+  if (paced === undefined) return null;
+  const ok = eligibility(d, req, 'pace');
+  let first = Number.POSITIVE_INFINITY;
+  for (const e of members) {
+    if (!ok(e)) continue;
+    first = Math.min(first, d.lastStarts.freeAt(paced.host, e.record.id, paced.ms));
+  }
+  return first === Number.POSITIVE_INFINITY ? null : Math.max(0, first - paced.now);
 }
 
 /** The cool-down maps that apply to the call's target: its host's bans and its host:port's refusals. */
@@ -79,7 +126,7 @@ function coolUntil(cool: Cooling, id: string): number {
 /** Among `members`, the one eligible but for its cool-down whose cool-down ends first (null: none). */
 export function earliestCooled(
   d: EligibilityDeps,
-  req: SelectionRequest,
+  req: Selection,
   members: readonly ProxyEntry[],
 ): ProxyEntry | null {
   const cool = coolingFor(d, req);

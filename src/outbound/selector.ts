@@ -3,12 +3,20 @@ import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { StrategyName } from '../config.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import type { CallerSignal } from '../lib/abort.ts';
+import { LastStarts } from '../policies/pace.ts';
 import type { Pool, ProxyEntry } from '../pool/pool.ts';
 import { createStrategy } from '../rotation/index.ts';
-import { SessionTable } from '../rotation/sessions.ts';
-import type { AttemptOutcome, Candidates, SelectionRequest, Strategy } from '../rotation/types.ts';
+import { SessionTable, type SessionTerms } from '../rotation/sessions.ts';
+import type { AttemptOutcome, Candidates, Strategy } from '../rotation/types.ts';
 import { AdmissibleCounts } from './admissible.ts';
-import { type EligibilityDeps, earliestCooled, eligibility, SlotWaiters } from './eligibility.ts';
+import {
+  type EligibilityDeps,
+  earliestCooled,
+  eligibility,
+  paceWaitMs,
+  type Selection,
+  SlotWaiters,
+} from './eligibility.ts';
 
 /**
  * Joins the pool, the breakers, the session table and the configured strategy. The strategy is swapped
@@ -18,6 +26,8 @@ import { type EligibilityDeps, earliestCooled, eligibility, SlotWaiters } from '
  *                          │ no (or no session)
  *                          ▼
  *                 strategy.select(eligible members) ──▶ pinned for the session, if any
+ *                 (the call's policy rule may name the strategy: each one used is kept and told of
+ *                  every member, attempt and in-flight change, as the configured one is)
  *
  * Every rule about who may serve (breaker, exclusions, country, in-flight cap, ban cool-downs) is one
  * predicate (eligibility.ts): the session table and the strategies only ever see it, never re-implement
@@ -25,6 +35,8 @@ import { type EligibilityDeps, earliestCooled, eligibility, SlotWaiters } from '
  */
 export class Selector {
   private strategy: Strategy;
+  /** Every strategy built so far, the configured one and those policy rules name. */
+  private readonly strategies = new Map<StrategyName, Strategy>();
   private lastRotationAt: number | null = null;
   private readonly pool: Pool;
   private readonly settings: RuntimeSettings;
@@ -44,6 +56,7 @@ export class Selector {
       cooldowns?: CooldownTable | null;
       refusals?: CooldownTable | null;
       maxInFlight?: number;
+      sessionDefaults?: SessionTerms;
     },
   ) {
     this.pool = pool;
@@ -54,15 +67,20 @@ export class Selector {
       cooldowns: deps.cooldowns ?? null,
       refusals: deps.refusals ?? null,
       maxInFlight: deps.maxInFlight ?? 0,
+      lastStarts: new LastStarts(),
+      now: deps.now,
     };
-    this.sessions = new SessionTable({ now: deps.now });
+    this.sessions = new SessionTable({ now: deps.now, defaults: deps.sessionDefaults });
     this.admissible = new AdmissibleCounts(pool, breakers);
     this.strategy = this.build(settings.get().rotation_strategy);
   }
 
   private build(name: StrategyName): Strategy {
+    const known = this.strategies.get(name);
+    if (known !== undefined) return known;
     const s = createStrategy(name, this.deps);
     for (const e of this.pool.all()) s.added?.(e);
+    this.strategies.set(name, s);
     return s;
   }
 
@@ -70,6 +88,11 @@ export class Selector {
     const want = this.settings.get().rotation_strategy;
     if (this.strategy.name !== want) this.strategy = this.build(want);
     return this.strategy;
+  }
+
+  private strategyOf(req: Selection): Strategy {
+    const named = req.rule?.strategy;
+    return named === undefined ? this.current() : this.build(named);
   }
 
   get lastRotation(): number | null {
@@ -85,15 +108,15 @@ export class Selector {
   }
 
   /** Whether a pick for `req` could return a member now, without advancing any strategy. */
-  hasCandidate(req: SelectionRequest): boolean {
+  hasCandidate(req: Selection): boolean {
     const eligible = eligibility(this.rules, req);
     for (const e of this.pool.all()) if (eligible(e)) return true;
     return false;
   }
 
   /** True when a pick finds nobody only because every eligible member is at its in-flight cap. */
-  cappedOnly(req: SelectionRequest): boolean {
-    if (this.rules.maxInFlight === 0) return false;
+  cappedOnly(req: Selection): boolean {
+    if ((req.rule?.maxInFlight ?? this.rules.maxInFlight) === 0) return false;
     const eligible = eligibility(this.rules, req, 'cap');
     for (const e of this.pool.all()) if (eligible(e)) return true;
     return false;
@@ -111,15 +134,31 @@ export class Selector {
     return out;
   }
 
-  pick(req: SelectionRequest): ProxyEntry | null {
+  /** Ms until the rule's pace (min_interval_ms) lets some proxy start a request to the host; null: no wait helps. */
+  paceWaitMs(req: Selection): number | null {
+    return paceWaitMs(this.rules, req, this.pool.all());
+  }
+
+  /** An attempt starts through `e` (a rule's pace counts from here). */
+  started(e: ProxyEntry, req: Selection): void {
+    if (req.rule?.minIntervalMs !== undefined && req.host !== undefined) {
+      this.rules.lastStarts.started(req.host, e.record.id, this.deps.now());
+    }
+  }
+
+  pick(req: Selection): ProxyEntry | null {
     const candidates: Candidates = { members: this.pool.all(), eligible: eligibility(this.rules, req) };
-    const strategy = this.current();
+    const strategy = this.strategyOf(req);
     const id = req.sessionId;
     const chosen =
       id === undefined || id === ''
         ? strategy.select(candidates, req)
-        : this.sessions.select(id, candidates.eligible, (ok) =>
-            strategy.select({ members: candidates.members, eligible: ok }, { country: req.country }),
+        : this.sessions.select(
+            id,
+            candidates.eligible,
+            (ok) => strategy.select({ members: candidates.members, eligible: ok }, { country: req.country }),
+            req.terms,
+            req.keepOnBan === true ? eligibility(this.rules, req, 'cooldown') : undefined,
           );
     // Every proxy is cooling down for this target: the one whose cool-down ends first, rather than none.
     const picked =
@@ -140,21 +179,23 @@ export class Selector {
 
   record(e: ProxyEntry, outcome: AttemptOutcome): void {
     this.sessions.record(e, outcome);
-    this.strategy.record?.(e, outcome);
+    if (this.strategies.size === 1) this.strategy.record?.(e, outcome);
+    else for (const s of this.strategies.values()) s.record?.(e, outcome);
   }
 
   inFlight(e: ProxyEntry, delta: 1 | -1): void {
     e.inFlight += delta;
-    this.strategy.inFlightChanged?.(e);
+    if (this.strategies.size === 1) this.strategy.inFlightChanged?.(e);
+    else for (const s of this.strategies.values()) s.inFlightChanged?.(e);
     if (delta < 0 && this.slots.size > 0) this.slots.wakeOne();
   }
 
   added(e: ProxyEntry): void {
-    this.strategy.added?.(e);
+    for (const s of this.strategies.values()) s.added?.(e);
   }
 
   removed(e: ProxyEntry): void {
     this.sessions.removed(e);
-    this.strategy.removed?.(e);
+    for (const s of this.strategies.values()) s.removed?.(e);
   }
 }

@@ -81,6 +81,8 @@ export const ProxiedResponse = Type.Object({
   proxy_id: Type.String(),
   attempts: Type.Integer(),
   elapsed_ms: Type.Number(),
+  session_id: Type.Optional(Type.String({ description: 'The session the call used (`session_id` asked)' })),
+  policy: Type.Optional(Type.String({ description: 'The policy rule that applied to the call, if any' })),
 });
 
 export const RotateQuery = Type.Object({
@@ -89,7 +91,13 @@ export const RotateQuery = Type.Object({
   host: Type.Optional(
     Type.String({
       pattern: '^[A-Za-z0-9._:-]{1,253}$',
-      description: 'Pick as for a request to this host: proxies cooling down for it (bans) are passed over',
+      description:
+        'Pick as for a request to this host: proxies cooling down for it (bans) are passed over, and the ' +
+        'policy rule that applies (`policy` in the answer) chooses among the proxies it allows',
     }),
   ),
+  path: Type.Optional(
+    Type.String({ pattern: '^/', maxLength: 2048, description: 'The path, for rules that match on paths' }),
+  ),
+  method: Type.Optional(Type.String({ pattern: '^[A-Z]{1,16}$', description: 'The method, for rules that match on methods' })),
 });

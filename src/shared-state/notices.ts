@@ -11,8 +11,10 @@ export type Notice =
       readonly at: number;
       readonly failures: number;
     }
-  /** A session was pinned to a proxy. */
-  | { readonly type: 'session'; readonly sid: string; readonly proxyId: string }
+  /** A session (its table key: the id, and the host of a `scope: host` pin) was pinned to a proxy. */
+  | { readonly type: 'session'; readonly sid: string; readonly proxyId: string; readonly idleMs?: number }
+  /** Every pin of session `id` was ended (DELETE sessions/{id}). */
+  | { readonly type: 'session-ended'; readonly id: string }
   /** A (proxy, host) pair cools down until `until` (epoch ms). */
   | {
       readonly type: 'ban';

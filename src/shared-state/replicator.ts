@@ -45,7 +45,9 @@ export class Replicator {
       bus.publish({ type: 'breaker', id: e.proxy_id, to, at: e.timestamp, failures: e.failure_count });
       this.#d.persistBreaker(e.proxy_id, to, e.timestamp, e.failure_count);
     });
-    sessions.onPin = (sid, entry) => bus.publish({ type: 'session', sid, proxyId: entry.record.id });
+    sessions.onPin = (sid, entry, idleMs) =>
+      bus.publish({ type: 'session', sid, proxyId: entry.record.id, idleMs });
+    sessions.onEnd = (id) => bus.publish({ type: 'session-ended', id });
     cooldowns.onClear = (host) => bus.publish({ type: 'bans-cleared', host });
     pool.listen({
       added: (e) => {
@@ -79,9 +81,12 @@ export class Replicator {
         return;
       case 'session': {
         const entry = d.pool.get(n.proxyId);
-        if (entry) d.sessions.applyRemote(n.sid, entry);
+        if (entry) d.sessions.applyRemote(n.sid, entry, n.idleMs);
         return;
       }
+      case 'session-ended':
+        d.sessions.end(n.id, true);
+        return;
       case 'ban':
         d.cooldowns.applyRemote(n.proxyId, n.host, n.until, n.count);
         return;

@@ -6,6 +6,7 @@ import {
   BanPolicyUpdateSchema,
   banPolicyProblems,
 } from '../../bans/policy.ts';
+import { RotaError } from '../../errors/rota-error.ts';
 import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../../schemas/common.ts';
 import { withNonBlankPatterns } from '../../schemas/config.ts';
 import type { Services } from '../../services.ts';
@@ -41,6 +42,21 @@ const CooldownView = Type.Object({
   until: Type.String({ format: 'date-time' }),
   count: Type.Integer({ minimum: 1, description: 'Bans of this pair in a row (the cool-down doubles)' }),
 });
+
+const BanReport = Type.Object(
+  {
+    proxy_id: Type.String({ format: 'uuid' }),
+    host: Type.String({ pattern: HOST, description: 'The target host that banned it (no port)' }),
+    cooldown_s: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 604_800,
+        description: "The first cool-down (default: the ban policy's cooldown_s); at most max_cooldown_s",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 const BansPage = Type.Object({
   items: Type.Array(CooldownView),
@@ -130,6 +146,32 @@ export function banRoutes(services: Services): FastifyPluginAsync {
           page_size,
           has_next: start + page_size < all.length,
         });
+      },
+    );
+
+    app.post<{ Body: Static<typeof BanReport> }>(
+      '/bans',
+      {
+        config: { audit: 'bans.report', rateLimit: routeLimit('config', services.config, services.settings) },
+        schema: {
+          tags: ['bans'],
+          summary: 'Report a ban the client saw (inside a tunnel Rota does not open)',
+          description:
+            'The pair (proxy, host) cools down exactly as after a ban Rota saw itself: the same table, the ' +
+            "doubling on repeats, the ban policy's max_cooldown_s, and every instance is told. The proxy of a " +
+            'tunnel is in the `X-Rota-Proxy-Id` header of the CONNECT answer.',
+          body: BanReport,
+          response: { 201: Envelope(CooldownView), ...errorResponses(404, 413, 415, 422) },
+        },
+      },
+      async (req, reply) => {
+        const { proxy_id, host, cooldown_s } = req.body;
+        if (!services.pool.get(proxy_id)) {
+          throw new RotaError('PROXY_NOT_FOUND', 'Proxy not found', { details: { proxy_id } });
+        }
+        const e = services.bans.report(proxy_id, host.toLowerCase(), cooldown_s);
+        reply.code(201);
+        return ok(req, { proxy_id, host: e.host, until: new Date(e.until).toISOString(), count: e.count });
       },
     );
 
