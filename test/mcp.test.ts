@@ -204,8 +204,22 @@ for (const [kind, connect] of Object.entries(TRANSPORTS)) {
         results.map((x) => [x.proxy_id, x.status]),
         [[proxyId, 'working']],
       );
-      const bans = await ok(client, 'bans', { action: 'list' });
-      assert.deepEqual([bans.total, bans.items], [0, []]);
+      const none = await ok(client, 'bans', { action: 'list' });
+      assert.deepEqual([none.total, none.items], [0, []]);
+      const report = { action: 'report', proxy_id: proxyId, host: 'Example.COM', cooldown_s: 60 };
+      const banned = await ok(client, 'bans', report);
+      assert.deepEqual([banned.proxy_id, banned.host, banned.count], [proxyId, 'example.com', 1]);
+      const until = Date.parse(banned.until as string) - Date.now();
+      assert.ok(until > 55_000 && until <= 60_000, String(until));
+      const listed = await ok(client, 'bans', { host: 'example.com' });
+      assert.deepEqual(
+        (listed.items as { proxy_id: string; count: number }[]).map((x) => [x.proxy_id, x.count]),
+        [[proxyId, 1]],
+      );
+      assert.equal((await ok(client, 'bans', report)).count, 2, 'a repeat doubles, as any ban');
+      await refused(client, 'bans', { action: 'report', host: 'example.com' }, 'VALIDATION_ERROR');
+      const other = '00000000-0000-4000-8000-000000000000';
+      await refused(client, 'bans', { ...report, proxy_id: other }, 'PROXY_NOT_FOUND');
     });
 
     test('remove_proxy removes it; a second time PROXY_NOT_FOUND', async () => {
