@@ -67,6 +67,10 @@ export interface Config {
     readonly timeoutS: number;
   };
   readonly metricsRetentionHours: number;
+  /** Calls kept in the request log (GET requests); 0: off. */
+  readonly requestLogSize: number;
+  /** One JSON log line per call (the request log's record). */
+  readonly accessLog: boolean;
   readonly redisUrl: string | null;
   readonly databaseUrl: string | null;
   /** The HTTP forward-proxy listener's port; 0: off. */
@@ -201,6 +205,8 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutS: r.num('ROTA_BREAKER_TIMEOUT_S', 30, 0.1, 86_400),
     },
     metricsRetentionHours: r.int('ROTA_METRICS_RETENTION_HOURS', 24, 1, 720),
+    requestLogSize: r.int('ROTA_REQUEST_LOG_SIZE', 10_000, 0, 1_000_000),
+    accessLog: r.bool('ROTA_ACCESS_LOG', false),
     redisUrl: r.optStr('ROTA_REDIS_URL'),
     databaseUrl: r.optStr('ROTA_DATABASE_URL'),
     proxyPort: r.int('ROTA_PROXY_PORT', 8080, 0, 65535),

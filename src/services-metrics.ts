@@ -7,6 +7,9 @@ import { RetryMetrics } from './metrics/retry.ts';
 import { CallSeries } from './metrics/series.ts'; // dashboard
 import { StatsAggregator } from './metrics/stats.ts';
 import type { Pool } from './pool/pool.ts';
+import { HostAnalytics } from './requestlog/hosts/hosts.ts';
+import { RequestLog } from './requestlog/log.ts';
+import { recordView } from './requestlog/view.ts';
 
 /**
  * The numbers side of the composition root (services.ts): per-proxy stats, the retry and breaker
@@ -18,7 +21,11 @@ export interface MetricsParts {
   readonly retryMetrics: RetryMetrics;
   readonly prom: PromMetrics;
   readonly series: CallSeries;
+  /** Every call's record and trace (GET requests), and per-host analytics fed by it (GET hosts). */
+  readonly requestLog: RequestLog;
+  readonly hosts: HostAnalytics;
   readonly onCall: (call: CallRecord) => void;
+  readonly onCallEnd: (callId: number, up: number, down: number) => void;
   readonly onLateAttempt: (a: AttemptRecord) => void;
 }
 
@@ -29,6 +36,8 @@ export interface MetricsDeps {
   readonly breakers: BreakerRegistry;
   readonly cooldowns: CooldownTable;
   readonly processMetrics: boolean;
+  /** Where ROTA_ACCESS_LOG writes its lines. */
+  readonly logger?: { info(obj: object, msg: string): void } | undefined;
 }
 
 export function buildMetrics(d: MetricsDeps): MetricsParts {
@@ -55,6 +64,14 @@ export function buildMetrics(d: MetricsDeps): MetricsParts {
     defaultMetrics: d.processMetrics,
   });
   const series = new CallSeries({ now: clock.now, pool }); // dashboard
+  const requestLog = new RequestLog({ size: config.requestLogSize, now: clock.now });
+  const hosts = new HostAnalytics({ now: clock.now });
+  requestLog.subscribe((e) => hosts.record(e));
+  const logger = d.logger;
+  if (config.accessLog && logger) {
+    const labelOf = (id: string) => pool.get(id)?.url ?? null;
+    requestLog.subscribe((e) => logger.info({ call: recordView(e, labelOf) }, 'call'));
+  }
   breakers.onTransition((e) => {
     if (e.to_state === 'open') retryMetrics.recordBreakerOpen(e.proxy_id);
   });
@@ -63,12 +80,16 @@ export function buildMetrics(d: MetricsDeps): MetricsParts {
     retryMetrics,
     prom,
     series,
+    requestLog,
+    hosts,
     onCall: (call) => {
       stats.recordCall(call);
       series.recordCall(call); // dashboard
       retryMetrics.recordCall(call);
       prom.recordCall(call);
+      requestLog.onCall(call);
     },
+    onCallEnd: (id, up, down) => requestLog.ended(id, up, down),
     onLateAttempt: (a) => {
       stats.recordAttempt(a);
       retryMetrics.recordAttempt(a);

@@ -27,6 +27,8 @@ import { RetryPolicyHolder } from './outbound/retry-policy.ts';
 import { Selector } from './outbound/selector.ts';
 import { Pool, type ProxyEntry } from './pool/pool.ts';
 import type { ProxyStatus } from './pool/types.ts';
+import type { HostAnalytics } from './requestlog/hosts/hosts.ts';
+import type { RequestLog } from './requestlog/log.ts';
 import { buildMetrics } from './services-metrics.ts';
 import { startServices } from './services-start.ts';
 import { createSharedState, type SharedState } from './shared-state/shared.ts';
@@ -78,6 +80,10 @@ export interface Services {
   readonly stats: StatsAggregator;
   /** Per-second call series and per-proxy figures for the dashboard. */
   readonly series: CallSeries;
+  /** Every call's record and trace, this instance's (GET requests; ROTA_REQUEST_LOG_SIZE). */
+  readonly requestLog: RequestLog;
+  /** Per-site analytics fed by the request log (GET hosts). */
+  readonly hosts: HostAnalytics;
   readonly retryMetrics: RetryMetrics;
   readonly prom: PromMetrics;
   readonly audit: AuditLog;
@@ -172,14 +178,16 @@ export async function createServices(
     refusals: refusals.table,
     maxInFlight: config.proxyMaxInFlight,
   });
-  const { stats, retryMetrics, prom, series, onCall, onLateAttempt } = buildMetrics({
-    config,
-    clock,
-    pool,
-    breakers,
-    cooldowns,
-    processMetrics: o.processMetrics ?? true,
-  });
+  const { stats, retryMetrics, prom, series, requestLog, hosts, onCall, onCallEnd, onLateAttempt } =
+    buildMetrics({
+      logger,
+      config,
+      clock,
+      pool,
+      breakers,
+      cooldowns,
+      processMetrics: o.processMetrics ?? true,
+    });
   const shared = await createSharedState(config.redisUrl, logger);
   const bans = new BanJudge(
     banPolicy,
@@ -197,6 +205,7 @@ export async function createServices(
     breakers,
     retry,
     onCall,
+    onCallEnd,
     onLateAttempt,
     onError: (err) => logger.error({ err }, 'late attempt bookkeeping failed'),
     random,
@@ -285,6 +294,8 @@ export async function createServices(
     sources, // proxy sources
     stats,
     series, // dashboard
+    requestLog,
+    hosts,
     retryMetrics,
     prom,
     audit,

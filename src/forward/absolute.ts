@@ -82,7 +82,7 @@ export async function forwardRequest(
   };
   // The engine's signal while the answer is awaited, then the body's (ResponseBody.pipeTo).
   const gone = responseGone(res);
-  const out = await d.gateway.request(forwarded, params, gone);
+  const out = await d.gateway.request(forwarded, params, gone, listener);
   if (!out.ok) {
     d.metrics.answered(listener, out.refusal.code);
     writeRefusal(res, out.refusal);
@@ -91,11 +91,19 @@ export async function forwardRequest(
   const answer = out.value;
   if (res.destroyed) {
     answer.body.destroy();
+    d.gateway.ended(out, up, 0);
     return;
   }
   d.metrics.answered(listener, null);
   const headers = endToEnd(answer.headers, RESPONSE_HOP);
   headers['x-rota-proxy-id'] = out.proxyId;
   res.writeHead(answer.statusCode, headers);
-  answer.body.pipeTo(res, (down) => d.metrics.bytes(listener, up, down), gone);
+  answer.body.pipeTo(
+    res,
+    (down) => {
+      d.metrics.bytes(listener, up, down);
+      d.gateway.ended(out, up, down);
+    },
+    gone,
+  );
 }

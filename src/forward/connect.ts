@@ -112,7 +112,7 @@ export async function handleConnect(
     return;
   }
   const gone = closeSignal(socket);
-  const out = await d.gateway.tunnel(dest.target, door.params, gone.signal, dest.origin);
+  const out = await d.gateway.tunnel(dest.target, door.params, gone.signal, dest.origin, 'connect');
   gone.release();
   if (!out.ok) {
     d.metrics.answered('connect', out.refusal.code);
@@ -122,6 +122,7 @@ export async function handleConnect(
   const upstream = out.value;
   if (socket.destroyed) {
     upstream.destroy();
+    d.gateway.ended(out, 0, 0);
     return;
   }
   d.metrics.answered('connect', null);
@@ -132,5 +133,6 @@ export async function handleConnect(
   splice(socket, upstream, d.idle, (r) => {
     d.metrics.tunnelClosed('connect');
     d.metrics.bytes('connect', r.up + head.length, r.down);
+    d.gateway.ended(out, r.up + head.length, r.down);
   });
 }

@@ -21,7 +21,10 @@ import type { ProxyParams } from './params.ts';
  *            ◀── an open tunnel / an answer's head, and the proxy that made it; or a Refusal
  */
 
-export type Outcome<T> = { ok: true; value: T; proxyId: string } | { ok: false; refusal: Refusal };
+/** `callId`: the call's, for ended() once its answer body or tunnel is over. */
+export type Outcome<T> =
+  | { ok: true; value: T; proxyId: string; callId?: number | undefined }
+  | { ok: false; refusal: Refusal };
 
 export interface GatewayDeps {
   readonly executor: Executor;
@@ -30,7 +33,7 @@ export interface GatewayDeps {
 }
 
 function succeeded<R>(r: CallResult<R>): Outcome<R> {
-  return { ok: true, value: r.response, proxyId: r.proxy.record.id };
+  return { ok: true, value: r.response, proxyId: r.proxy.record.id, callId: r.callId };
 }
 
 function failed(err: unknown): Outcome<never> {
@@ -49,14 +52,29 @@ export class ForwardGateway {
     params: ProxyParams,
     signal: CallerSignal,
     origin: URL,
+    door: 'connect' | 'socks5' | 'inspect',
   ): Promise<Outcome<Duplex>> {
     const work = () => tunnelWork(this.#d.dispatchers, target);
     const { sessionId, country } = params;
     const host = banHost(target);
     const port = target.port;
     return this.#run(
-      this.#d.prelude.prepare({ target: origin, work, host, port, sessionId, onlyCountry: country, signal }),
+      this.#d.prelude.prepare({
+        target: origin,
+        work,
+        host,
+        port,
+        sessionId,
+        onlyCountry: country,
+        signal,
+        door,
+      }),
     );
+  }
+
+  /** The call behind `out` is over: its bytes each way (the request log's record). */
+  ended(out: { readonly callId?: number | undefined }, up: number, down: number): void {
+    this.#d.executor.ended(out.callId, up, down);
   }
 
   /** TLS with the target over a tunnel from tunnel(), verified as the engine verifies every target. */
@@ -69,11 +87,22 @@ export class ForwardGateway {
     r: StreamedRequest,
     params: ProxyParams,
     signal: CallerSignal,
+    door: 'http' | 'inspect',
   ): Promise<Outcome<StreamedResponse>> {
     const work = () => streamedWork(this.#d.dispatchers, r);
     const { sessionId, country } = params;
+    const scheme = door === 'inspect' ? 'https' : 'http';
     return this.#run(
-      this.#d.prelude.prepare({ target: r.origin, work, sessionId, onlyCountry: country, signal }),
+      this.#d.prelude.prepare({
+        target: r.origin,
+        work,
+        sessionId,
+        onlyCountry: country,
+        signal,
+        door,
+        scheme,
+        path: r.path,
+      }),
     );
   }
 

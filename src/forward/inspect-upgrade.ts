@@ -60,17 +60,23 @@ export async function relayUpgrade(
   if (!up.ok) return refuse(d, socket, up.refusal);
   // Errors end the socket; splice ties the two sockets' ends once it runs.
   up.value.on('error', () => up.value.destroy());
-  if (socket.destroyed) return void up.value.destroy();
+  if (socket.destroyed) {
+    up.value.destroy();
+    return d.gateway.ended(up, 0, 0);
+  }
   up.value.write(requestHead(req));
   if (head.length > 0) up.value.write(head);
   const answered = await passAnswerHead(up.value, socket, up.proxyId, d.idle.idleMs);
   if (!answered) {
     up.value.destroy();
     socket.destroy();
-    return;
+    return d.gateway.ended(up, 0, 0);
   }
   d.metrics.answered('inspect', null);
-  splice(socket, up.value, d.idle, (r) => d.metrics.bytes('inspect', r.up + head.length, r.down));
+  splice(socket, up.value, d.idle, (r) => {
+    d.metrics.bytes('inspect', r.up + head.length, r.down);
+    d.gateway.ended(up, r.up + head.length, r.down);
+  });
 }
 
 function refuse(d: InspectDoorDeps, socket: Duplex, r: Refusal): void {
@@ -94,13 +100,14 @@ async function open(
     port: origin.port === '' ? 443 : Number(origin.port),
   };
   const gone = closeSignal(socket);
-  const out = await d.gateway.tunnel(target, params, gone.signal, origin);
+  const out = await d.gateway.tunnel(target, params, gone.signal, origin, 'inspect');
   gone.release();
   if (!out.ok) return out;
   try {
-    return { ok: true, value: await d.gateway.targetTls(out.value, target), proxyId: out.proxyId };
+    return { ok: true, value: await d.gateway.targetTls(out.value, target), proxyId: out.proxyId, callId: out.callId };
   } catch (err) {
     out.value.destroy();
+    d.gateway.ended(out, 0, 0);
     // The engine's answer for the same failure of a request: TARGET_CERT_INVALID or REQUEST_FAILED.
     const failure = err instanceof UpstreamError ? err : tlsFailure(err);
     return { ok: false, refusal: refusalOf(callError(failure, [], false)) };

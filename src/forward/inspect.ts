@@ -247,10 +247,13 @@ async function plainTunnel(
   d.metrics.handshake('not_tls');
   const origin = new URL(`http://${authority(target.hostname, target.port)}`);
   const gone = closeSignal(socket);
-  const out = await d.gateway.tunnel(target, params, gone.signal, origin);
+  const out = await d.gateway.tunnel(target, params, gone.signal, origin, 'connect');
   gone.release();
   if (!out.ok || socket.destroyed) {
-    if (out.ok) out.value.destroy();
+    if (out.ok) {
+      out.value.destroy();
+      d.gateway.ended(out, 0, 0);
+    }
     socket.destroy();
     return;
   }
@@ -260,5 +263,6 @@ async function plainTunnel(
   splice(socket, out.value, d.idle, (r) => {
     d.metrics.tunnelClosed('connect');
     d.metrics.bytes('connect', r.up + first.length, r.down);
+    d.gateway.ended(out, r.up + first.length, r.down);
   });
 }

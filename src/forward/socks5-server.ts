@@ -187,14 +187,14 @@ class Socks5Connection {
       return;
     }
     const gone = closeSignal(socket);
-    const out = await this.#d.gateway.tunnel(dest.target, params, gone.signal, dest.origin);
+    const out = await this.#d.gateway.tunnel(dest.target, params, gone.signal, dest.origin, 'socks5');
     gone.release();
     if (!out.ok) {
       this.#d.metrics.answered('socks5', out.refusal.code);
       socket.end(reply(out.refusal.socksReply));
       return;
     }
-    this.#open(out.value);
+    this.#open(out.value, (up, down) => this.#d.gateway.ended(out, up, down));
   }
 
   /** Answered at once after the SSRF rules: the proxy is chosen per request inside (forward/inspect.ts). */
@@ -225,10 +225,12 @@ class Socks5Connection {
     return early;
   }
 
-  #open(upstream: Duplex): void {
+  /** `ended`: told the bytes each way once the tunnel is over (the request log's record). */
+  #open(upstream: Duplex, ended: (up: number, down: number) => void): void {
     const socket = this.#socket;
     if (socket.destroyed) {
       upstream.destroy();
+      ended(0, 0);
       return;
     }
     const early = this.#succeeded();
@@ -237,6 +239,7 @@ class Socks5Connection {
     splice(socket, upstream, this.#d.idle, (r) => {
       this.#d.metrics.tunnelClosed('socks5');
       this.#d.metrics.bytes('socks5', r.up + early.length, r.down);
+      ended(r.up + early.length, r.down);
     });
   }
 }

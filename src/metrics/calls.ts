@@ -27,9 +27,16 @@ export interface AttemptRecord {
   readonly attempt: number;
   readonly outcome: AttemptOutcome;
   readonly latencyMs: number;
-  /** The UpstreamError kind when the attempt failed, for logs and debugging. */
+  /** The UpstreamError kind when the attempt failed, for logs and debugging; `banned` for a ban. */
   readonly kind?: string;
+  /** The target's status code, when the attempt got an HTTP answer. */
+  readonly status?: number;
 }
+
+/** Where a call came in: POST request, the HTTP listener (absolute-URI, CONNECT), SOCKS5, an inspected request. */
+export type Door = 'api' | 'http' | 'connect' | 'socks5' | 'inspect';
+
+export const DOORS: readonly Door[] = ['api', 'http', 'connect', 'socks5', 'inspect'];
 
 export interface CallRecord {
   /** True when the caller got a proxied answer (the 200 envelope). */
@@ -42,6 +49,23 @@ export interface CallRecord {
   readonly errorCode?: string;
   /** The attempt whose answer the caller got, when the engine knows it (hedged attempts run side by side). */
   readonly deliveredAttempt?: number;
+  /**
+   * What the call asked, for the request log (src/requestlog/): set by the engine from its CallInput;
+   * absent where a record is made by hand (tests). `id` names the call to Executor.ended().
+   */
+  readonly id?: number;
+  readonly door?: Door | undefined;
+  readonly method?: string;
+  /** `http` or `https` for a request; none for a tunnel. */
+  readonly scheme?: 'http' | 'https' | undefined;
+  /** The target's host (bans/banHost) and port. */
+  readonly host?: string | undefined;
+  readonly port?: number | undefined;
+  /** The request's path as the door received it (its query is cut by the log, never shown). */
+  readonly path?: string | undefined;
+  readonly sessionId?: string | undefined;
+  /** The policy rule that matched, by name. */
+  readonly rule?: string | undefined;
 }
 
 /** Attempts after the first: the definition of a retry (docs/decisions.md, "Monitoring"). */

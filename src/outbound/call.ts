@@ -1,7 +1,7 @@
 import type { TargetAnswer } from '../bans/detect.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { CallerSignal } from '../lib/abort.ts';
-import type { AttemptRecord, CallRecord } from '../metrics/calls.ts';
+import type { AttemptRecord, CallRecord, Door } from '../metrics/calls.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import type { UpstreamError } from '../upstream/types.ts';
 import type { Settled } from './attempt.ts';
@@ -27,12 +27,18 @@ export interface CallInput<R> {
   /** The target's port: a proxy's refusal of host:port cools that pair down (bans/refusals.ts). */
   port?: number | undefined;
   signal?: CallerSignal;
+  /** Where the call came in, and what it asked: for the request log only (CallRecord). */
+  door?: Door | undefined;
+  scheme?: 'http' | 'https' | undefined;
+  path?: string | undefined;
 }
 
 export interface CallResult<R> {
   response: R;
   proxy: ProxyEntry;
   attempts: number;
+  /** The call's CallRecord.id, for Executor.ended(). */
+  callId?: number | undefined;
 }
 
 export interface ExecutorDeps {
@@ -47,6 +53,8 @@ export interface ExecutorDeps {
   /** ROTA_HEDGE_DELAY_S in ms; 0 never asks a second proxy while the first may still answer. */
   hedgeDelayMs: number;
   onCall: (call: CallRecord) => void;
+  /** A call's answer body or tunnel is over (Executor.ended): the request log's bytes and duration. */
+  onCallEnd?: ((callId: number, up: number, down: number) => void) | undefined;
   /** An attempt that ended after its call was reported (a hedge overtook it): per-proxy numbers only. */
   onLateAttempt: (attempt: AttemptRecord) => void;
   /** Where a failure of that late bookkeeping is reported: it must never become an unhandled rejection. */

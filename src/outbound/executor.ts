@@ -16,7 +16,7 @@ import { callError, describeAttempt, poolEmptyError, unsafeToRetryError } from '
 import { attemptDeadline, hedgeTime } from './hedge.ts';
 import { InFlight, type Run } from './in-flight.ts';
 
-import { reportCall } from './report.ts';
+import { callRecord, reportCall } from './report.ts';
 import { backoffSeconds } from './retry-policy.ts';
 import type { Work } from './work.ts';
 
@@ -61,16 +61,25 @@ export class Executor {
     };
     return this.loop(c).then(
       (result) => {
-        reportCall(this.d, c, { ok: true, latencyMs: this.d.monotonic() - started, attempts: c.attempts });
+        const call = callRecord(c, true, this.d.monotonic() - started);
+        reportCall(this.d, c, call);
+        result.callId = call.id;
         return result;
       },
       (err: unknown) => {
         const code = err instanceof RotaError ? err.code : 'INTERNAL_ERROR';
-        const latencyMs = this.d.monotonic() - started;
-        reportCall(this.d, c, { ok: false, latencyMs, attempts: c.attempts, errorCode: code });
+        reportCall(this.d, c, callRecord(c, false, this.d.monotonic() - started, code));
         throw err;
       },
     );
+  }
+
+  /**
+   * The end of call `callId` (CallResult.callId), told by its door once the answer's body or the tunnel
+   * is over: the bytes each way. For the request log; nothing else waits for it.
+   */
+  ended(callId: number | undefined, up: number, down: number): void {
+    if (callId !== undefined) this.d.onCallEnd?.(callId, up, down);
   }
 
   private async loop<R>(c: Call<R>): Promise<CallResult<R>> {

@@ -2,6 +2,7 @@ import { banHost, portOf } from '../bans/judge.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import { RotaError } from '../errors/rota-error.ts';
 import type { CallerSignal } from '../lib/abort.ts';
+import type { Door } from '../metrics/calls.ts';
 import type { SsrfGuard, SsrfVerdict } from '../ssrf/guard.ts';
 import type { CallInput } from './call.ts';
 import type { Selector } from './selector.ts';
@@ -36,6 +37,10 @@ export interface DoorCall<R> {
   /** A hard filter: only proxies of this country. */
   readonly onlyCountry?: string | undefined;
   readonly signal?: CallerSignal;
+  /** Where the call came in and what it asked, for the request log (its query is never shown). */
+  readonly door?: Door;
+  readonly scheme?: 'http' | 'https';
+  readonly path?: string;
 }
 
 /** The engine's input, or why there is none. */
@@ -89,6 +94,9 @@ export class CallPrelude {
       host: c.host ?? banHost(checked),
       port: c.port ?? portOf(checked),
       signal: c.signal,
+      door: c.door,
+      scheme: c.scheme,
+      path: c.path,
     };
   }
 }

@@ -1,7 +1,7 @@
 import type { AttemptRecord, CallRecord } from '../metrics/calls.ts';
 import type { Settled } from './attempt.ts';
+import type { CallInput } from './call.ts';
 import type { InFlight, Run } from './in-flight.ts';
-import type { Work } from './work.ts';
 
 /**
  * The bookkeeping at the end of a call, apart from its loop (executor.ts): what the call was, for the
@@ -15,10 +15,47 @@ export interface ReportDeps {
 }
 
 export interface Reported<R> {
-  readonly input: { readonly work: Work<R> };
+  readonly input: CallInput<R>;
   readonly attempts: AttemptRecord[];
   readonly inflight: InFlight<Settled<R>>;
   readonly winner: Run<Settled<R>> | null;
+}
+
+let lastCallId = 0;
+
+/** What the prelude's policies add to a call (read here whether or not they are there yet). */
+interface Later {
+  readonly session?: { readonly id: string } | undefined;
+  readonly rule?: { readonly name: string } | undefined;
+}
+
+/**
+ * The record of call `c` as the caller sees it: the engine's facts and what the door asked (for the
+ * request log). Strings are the input's own, none built here.
+ */
+export function callRecord<R>(
+  c: Reported<R>,
+  ok: boolean,
+  latencyMs: number,
+  errorCode?: string,
+): CallRecord {
+  const i = c.input;
+  return {
+    id: ++lastCallId,
+    ok,
+    latencyMs,
+    attempts: c.attempts,
+    errorCode,
+    deliveredAttempt: c.winner?.n,
+    door: i.door,
+    method: i.work.method,
+    scheme: i.scheme,
+    host: i.host,
+    port: i.port,
+    path: i.path,
+    sessionId: (i as Later).session?.id ?? i.sessionId,
+    rule: (i as Later).rule?.name,
+  };
 }
 
 /**
@@ -28,9 +65,8 @@ export interface Reported<R> {
  * on its own when it ends. Any other attempt still running is cancelled without blame. An answer that
  * does not reach the caller is handed back to its Work to be freed.
  */
-export function reportCall<R>(d: ReportDeps, c: Reported<R>, call: CallRecord): void {
+export function reportCall<R>(d: ReportDeps, c: Reported<R>, delivered: CallRecord): void {
   const winner = c.winner;
-  const delivered = winner ? { ...call, deliveredAttempt: winner.n } : call;
   if (c.inflight.size === 0) {
     d.onCall(delivered);
     return;

@@ -105,10 +105,14 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           sessionId: b.session_id,
           country: b.country?.toUpperCase(),
           signal: responseGone(reply.raw),
+          door: 'api',
+          scheme: url.protocol === 'https:' ? 'https' : 'http',
+          path: url.pathname,
         });
         if (prepared instanceof RotaError) throw prepared;
         const t0 = performance.now();
         const r = await executor.execute(prepared);
+        executor.ended(r.callId, body?.length ?? 0, r.response.body.length);
         const fields = {
           status_code: r.response.statusCode,
           headers: r.response.headers,

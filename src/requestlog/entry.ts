@@ -1,0 +1,115 @@
+import { ERRORS } from '../errors/codes.ts';
+import type { AttemptRecord, CallRecord, Door } from '../metrics/calls.ts';
+
+/**
+ * One call in the request log: the engine's CallRecord (kept by reference, nothing copied) and what its
+ * door told at the end (bytes each way). Everything shown is derived when read, so the per-call cost is
+ * this one object; the record's JSON is built only when someone asks for it (view.ts).
+ */
+
+/**
+ * - `success`: the caller got the target's answer (any status but a ban);
+ * - `banned`: the answer the caller got was a ban (every proxy tried was refused);
+ * - `timeout`: the deadline passed first; `no_proxy`: no proxy could serve (PROXY_POOL_EMPTY);
+ * - `error`: any other failure (proxies failed, the target unreachable, its certificate refused...).
+ */
+export type CallOutcome = 'success' | 'banned' | 'timeout' | 'no_proxy' | 'error';
+
+export const CALL_OUTCOMES: readonly CallOutcome[] = ['success', 'banned', 'timeout', 'no_proxy', 'error'];
+
+/** The longest path kept; what is past it is cut (and marked with `…`). */
+export const MAX_PATH = 512;
+
+export class LogEntry {
+  readonly call: CallRecord;
+  /** Epoch ms at which the call began (its report time less its latency). */
+  readonly at: number;
+  /** The request's path without its query; null for a tunnel. */
+  readonly path: string | null;
+  /** Bytes client to target and back; set by end(). */
+  up = 0;
+  down = 0;
+  /** Ms from the call's start to its end (body or tunnel over); null while it goes on. */
+  durationMs: number | null = null;
+
+  constructor(call: CallRecord, at: number) {
+    this.call = call;
+    this.at = at;
+    this.path = pathOnly(call.path);
+  }
+
+  /** Still streaming its answer or carrying a tunnel. */
+  get open(): boolean {
+    return this.call.ok && this.durationMs === null;
+  }
+
+  end(up: number, down: number, now: number): void {
+    this.up = up;
+    this.down = down;
+    this.durationMs = Math.max(0, now - this.at);
+  }
+
+  get door(): Door | undefined {
+    return this.call.door;
+  }
+
+  get host(): string | undefined {
+    return this.call.host;
+  }
+
+  /** The attempt whose answer the caller got, if any. */
+  delivered(): AttemptRecord | undefined {
+    const c = this.call;
+    if (!c.ok) return undefined;
+    const n = c.deliveredAttempt;
+    for (let i = c.attempts.length - 1; i >= 0; i--) {
+      const a = c.attempts[i]!;
+      if (n === undefined ? a.outcome === 'success' : a.attempt === n) return a;
+    }
+    return undefined;
+  }
+
+  outcome(): CallOutcome {
+    const c = this.call;
+    if (c.ok) return this.delivered()?.kind === 'banned' ? 'banned' : 'success';
+    if (c.errorCode === 'PROXY_POOL_EMPTY') return 'no_proxy';
+    if (c.errorCode === 'REQUEST_TIMEOUT') return 'timeout';
+    return 'error';
+  }
+
+  /** The status the client got: the target's, or Rota's own error status; null for an open tunnel. */
+  status(): number | null {
+    const c = this.call;
+    if (c.ok) return this.delivered()?.status ?? null;
+    const spec = (ERRORS as Record<string, { status: number } | undefined>)[c.errorCode ?? ''];
+    return spec?.status ?? ERRORS.INTERNAL_ERROR.status;
+  }
+
+  banSeen(): boolean {
+    for (const a of this.call.attempts) if (a.kind === 'banned') return true;
+    return false;
+  }
+
+  /** Whether any attempt went through `proxyId`. */
+  usedProxy(proxyId: string): boolean {
+    for (const a of this.call.attempts) if (a.proxyId === proxyId) return true;
+    return false;
+  }
+
+  /** The proxy whose answer (or tunnel) the caller got, if any. */
+  proxyId(): string | null {
+    return this.delivered()?.proxyId ?? null;
+  }
+}
+
+/** `p` without its query (and fragment), at most MAX_PATH characters; null when there is none. */
+export function pathOnly(p: string | undefined): string | null {
+  if (p === undefined) return null;
+  let end = p.length;
+  const q = p.indexOf('?');
+  if (q !== -1) end = q;
+  const h = p.indexOf('#');
+  if (h !== -1 && h < end) end = h;
+  if (end > MAX_PATH) return `${p.slice(0, MAX_PATH - 1)}…`;
+  return end === p.length ? p : p.slice(0, end);
+}
