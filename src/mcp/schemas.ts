@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { BansQuery } from '../schemas/bans.ts';
+import { BanReportBody, BansQuery } from '../schemas/bans.ts';
 import { HealthCheckBody } from '../schemas/health-check.ts';
 import { AddProxyBody, ListQuery, ProxyIdParams } from '../schemas/proxy.ts';
 import { ProxiedRequestBody, RotateQuery } from '../schemas/request.ts';
@@ -50,14 +50,8 @@ export const BansArgs = Type.Object(
   {
     action: Type.Enum(['list', 'report'], { default: 'list' }),
     ...BansQuery.properties,
-    proxy_id: Type.Optional(Type.String({ format: 'uuid', description: 'report: the banned proxy' })),
-    cooldown_s: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: 604_800,
-        description: 'report: how long to keep the proxy off this host (default: the ban policy)',
-      }),
-    ),
+    proxy_id: Type.Optional(BanReportBody.properties.proxy_id),
+    cooldown_s: BanReportBody.properties.cooldown_s,
   },
   { additionalProperties: false },
 );

@@ -15,3 +15,20 @@ export const BansQuery = Type.Object(
   { additionalProperties: false },
 );
 export type BansQueryT = Static<typeof BansQuery>;
+
+/** `POST bans` (and the MCP tool bans, action report): a ban the client saw. */
+export const BanReportBody = Type.Object(
+  {
+    proxy_id: Type.String({ format: 'uuid' }),
+    host: Type.String({ pattern: BAN_HOST_PATTERN, description: 'The target host that banned it (no port)' }),
+    cooldown_s: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 604_800,
+        description: "The first cool-down (default: the ban policy's cooldown_s); at most max_cooldown_s",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type BanReportBodyT = Static<typeof BanReportBody>;

@@ -7,6 +7,7 @@ import {
   banPolicyProblems,
 } from '../../bans/policy.ts';
 import { RotaError } from '../../errors/rota-error.ts';
+import { BanReportBody as BanReport, BansQuery, BAN_HOST_PATTERN as HOST } from '../../schemas/bans.ts';
 import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../../schemas/common.ts';
 import { withNonBlankPatterns } from '../../schemas/config.ts';
 import type { Services } from '../../services.ts';
@@ -19,18 +20,6 @@ import { routeLimit } from '../rate-limit.ts';
  * list the active cool-downs, and end them.
  */
 
-/** A host as Rota keys cool-downs: a lower-case name or IP address, no port, no brackets. */
-const HOST = '^[A-Za-z0-9._:-]{1,253}$';
-
-const BansQuery = Type.Object(
-  {
-    host: Type.Optional(Type.String({ pattern: HOST, description: 'Only this host (lower case, no port)' })),
-    page: Type.Integer({ minimum: 1, maximum: 10_000_000, default: 1 }),
-    page_size: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
-  },
-  { additionalProperties: false },
-);
-
 const ClearQuery = Type.Object(
   { host: Type.Optional(Type.String({ pattern: HOST, description: 'Only this host; without it, all' })) },
   { additionalProperties: false },
@@ -42,21 +31,6 @@ const CooldownView = Type.Object({
   until: Type.String({ format: 'date-time' }),
   count: Type.Integer({ minimum: 1, description: 'Bans of this pair in a row (the cool-down doubles)' }),
 });
-
-const BanReport = Type.Object(
-  {
-    proxy_id: Type.String({ format: 'uuid' }),
-    host: Type.String({ pattern: HOST, description: 'The target host that banned it (no port)' }),
-    cooldown_s: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: 604_800,
-        description: "The first cool-down (default: the ban policy's cooldown_s); at most max_cooldown_s",
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
 
 const BansPage = Type.Object({
   items: Type.Array(CooldownView),
