@@ -26,6 +26,12 @@ export interface LogFilter {
 
 export type LogListener = (e: LogEntry) => void;
 
+/**
+ * Heap a full log may take per record, at most: the entry, the engine's record and attempts, and the
+ * path string (log.test.ts measures 10,000 of them).
+ */
+export const RECORD_BYTES_BOUND = 1_024;
+
 /** Open calls kept at most: a door that never tells the end must not make the map grow for ever. */
 const MAX_OPEN = 100_000;
 /** Ends told before their call was reported (a hedged call reports once its overtaken attempts let go). */

@@ -1,0 +1,162 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import type { AttemptRecord, CallRecord } from '../metrics/calls.ts';
+import { pathOnly } from './entry.ts';
+import { RECORD_BYTES_BOUND, RequestLog } from './log.ts';
+
+let nextId = 1;
+function call(over: Partial<CallRecord> = {}, attempts: AttemptRecord[] = []): CallRecord {
+  return {
+    id: nextId++,
+    ok: true,
+    latencyMs: 12,
+    attempts:
+      attempts.length > 0
+        ? attempts
+        : [{ proxyId: 'p1', attempt: 1, outcome: 'success', latencyMs: 12, status: 200 }],
+    door: 'http',
+    method: 'GET',
+    scheme: 'http',
+    host: 'a.example',
+    port: 80,
+    path: '/x',
+    ...over,
+  };
+}
+
+describe('request log', () => {
+  it('keeps the newest ROTA_REQUEST_LOG_SIZE calls, newest first, and tells listeners once a call is over', () => {
+    const log = new RequestLog({ size: 3, now: () => 1_000 });
+    const told: number[] = [];
+    log.subscribe((e) => told.push(e.call.id ?? 0));
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const c = call();
+      ids.push(c.id ?? 0);
+      log.onCall(c);
+    }
+    assert.deepEqual(told, [], 'answered calls wait for their end');
+    const page = log.list({}, 1, 10);
+    assert.equal(page.total, 3);
+    assert.deepEqual(
+      page.items.map((e) => e.call.id),
+      ids.slice(2).reverse(),
+    );
+    assert.ok(page.items.every((e) => e.open));
+    log.ended(ids[4] ?? 0, 10, 200);
+    assert.deepEqual(told, [ids[4]]);
+    const done = log.list({}, 1, 1).items[0];
+    assert.equal(done?.open, false);
+    assert.equal(done?.down, 200);
+    const failed = call({ ok: false, errorCode: 'PROXY_POOL_EMPTY', attempts: [] });
+    log.onCall(failed);
+    assert.equal(told.at(-1), failed.id, 'a failed call is over at once');
+    assert.equal(log.list({ outcome: 'no_proxy' }, 1, 10).total, 1);
+  });
+
+  it('takes an end told before its call (a hedged call reports late)', () => {
+    const log = new RequestLog({ size: 10, now: () => 5 });
+    const c = call();
+    log.ended(c.id ?? 0, 1, 2);
+    log.onCall(c);
+    const e = log.list({}, 1, 1).items[0];
+    assert.equal(e?.open, false);
+    assert.equal(e?.up, 1);
+  });
+
+  it('filters by host, proxy, outcome, door and since; bans and failures apart', () => {
+    let now = 0;
+    const log = new RequestLog({ size: 100, now: () => now });
+    const ban: AttemptRecord = {
+      proxyId: 'p1',
+      attempt: 1,
+      outcome: 'target_error',
+      latencyMs: 5,
+      kind: 'banned',
+      status: 403,
+    };
+    const ok: AttemptRecord = { proxyId: 'p2', attempt: 2, outcome: 'success', latencyMs: 5, status: 200 };
+    now = 100;
+    log.onCall(call({ host: 'b.example' }, [ban, ok]));
+    now = 200;
+    log.onCall(call({ door: 'connect', path: undefined, scheme: undefined }));
+    assert.equal(log.list({ host: 'b.example' }, 1, 10).total, 1);
+    assert.equal(log.list({ proxyId: 'p2' }, 1, 10).total, 1);
+    assert.equal(log.list({ proxyId: 'p1' }, 1, 10).total, 2);
+    assert.equal(log.list({ door: 'connect' }, 1, 10).total, 1);
+    assert.equal(log.list({ since: 150 }, 1, 10).total, 1);
+    const banned = log.list({ host: 'b.example' }, 1, 1).items[0];
+    assert.equal(banned?.banSeen(), true);
+    assert.equal(banned?.outcome(), 'success');
+    assert.equal(banned?.status(), 200);
+    assert.equal(banned?.proxyId(), 'p2');
+  });
+
+  it('keeps a path without its query or fragment, and no longer than 512 characters', () => {
+    assert.equal(pathOnly('/a/b?token=secret'), '/a/b');
+    assert.equal(pathOnly('/a#frag?x'), '/a');
+    assert.equal(pathOnly('/plain'), '/plain');
+    assert.equal(pathOnly(undefined), null);
+    assert.equal(pathOnly(`/${'x'.repeat(1000)}`)?.length, 512);
+  });
+
+  it('size 0 keeps nothing but still tells listeners (per-host analytics, the access log)', () => {
+    const log = new RequestLog({ size: 0, now: () => 0 });
+    let told = 0;
+    log.subscribe(() => told++);
+    const c = call();
+    log.onCall(c);
+    log.ended(c.id ?? 0, 0, 0);
+    assert.equal(told, 1);
+    assert.equal(log.list({}, 1, 10).total, 0);
+  });
+
+  it(`holds 10,000 records within ${RECORD_BYTES_BOUND} bytes each`, (t) => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const heap = () => {
+      for (let i = 0; i < 3; i++) gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const hosts = Array.from({ length: 100 }, (_, i) => `site-${i}.example`);
+    // What the engine hands over: its own record and attempts, the door's path string (query included).
+    const make = (i: number): CallRecord =>
+      call(
+        {
+          host: hosts[i % 100],
+          path: `/catalog/item/${i}/page?session=${i}&q=shoes`,
+          sessionId: `s${i % 50}`,
+        },
+        [
+          {
+            proxyId: 'b1a7c2d4-0000-4000-8000-000000000001',
+            attempt: 1,
+            outcome: 'proxy_error',
+            latencyMs: 30,
+            kind: 'connect',
+          },
+          {
+            proxyId: 'b1a7c2d4-0000-4000-8000-000000000002',
+            attempt: 2,
+            outcome: 'success',
+            latencyMs: 80,
+            status: 200,
+          },
+        ],
+      );
+    const log = new RequestLog({ size: 10_000, now: () => 0 });
+    // Fill once so that the ring's own slots are counted too, then measure records replacing records.
+    const before = heap();
+    for (let i = 0; i < 10_000; i++) {
+      const c = make(i);
+      log.onCall(c);
+      log.ended(c.id ?? 0, 100, 5_000);
+    }
+    const used = heap() - before;
+    assert.equal(log.size, 10_000);
+    t.diagnostic(`${Math.round(used / 10_000)} bytes per record`);
+    assert.ok(used / 10_000 <= RECORD_BYTES_BOUND, `${Math.round(used / 10_000)} bytes per record`);
+  });
+});
