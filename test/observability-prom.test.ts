@@ -58,6 +58,9 @@ describe('/metrics', () => {
       'rota_retries_total',
       'rota_rate_limit_rejections_total',
       'rota_process_cpu_seconds_total',
+      'rota_nodejs_handles_active',
+      'rota_nodejs_requests_active',
+      'rota_nodejs_resources_active',
     ]) {
       assert.match(text, new RegExp(`^# TYPE ${family} `, 'm'), family);
     }

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { renameProcessTotals } from './process-gauges.ts';
 import type { BreakerStateName } from '../breaker/types.ts';
 import {
   ATTEMPT_OUTCOMES,
@@ -176,7 +177,10 @@ export class PromMetrics {
       },
     });
     registerScrapeGauges(this.registry, opts);
-    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'rota_' });
+    if (opts.defaultMetrics ?? true) {
+      collectDefaultMetrics({ register: this.registry, prefix: 'rota_' });
+      renameProcessTotals(this.registry);
+    }
   }
 
   /** `endpoint` is the matched route template (Fastify `routeOptions.url`); undefined when none matched. */
