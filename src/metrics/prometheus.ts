@@ -1,5 +1,4 @@
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
-import { renameProcessTotals } from './process-gauges.ts';
 import type { BreakerStateName } from '../breaker/types.ts';
 import {
   ATTEMPT_OUTCOMES,
@@ -10,6 +9,7 @@ import {
   safeMs,
 } from './calls.ts';
 import { BREAKER_STATE_VALUE, EXPOSITION_CONTENT_TYPE } from './exposition.ts';
+import { renameProcessTotals } from './process-gauges.ts';
 import { TallyCounter, TallyHistogram } from './tallies.ts';
 
 export {
