@@ -262,6 +262,8 @@ describe('rota CLI', () => {
     const good = JSON.parse(
       (await rota(['proxies', 'add', `http://127.0.0.1:${proxy.port}`, '--json'])).stdout,
     );
+    const unchecked = await rota(['status']);
+    assert.match(unchecked.stdout, /pool\s+1 proxies: .*none checked yet/, 'never "100% healthy" unchecked');
     const ok = await rota(['check']);
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
     assert.match(ok.stdout, /working/);
@@ -287,7 +289,7 @@ describe('rota CLI', () => {
 
     const status = await rota(['status']);
     assert.equal(status.code, 0);
-    assert.match(status.stdout, /pool\s+2 proxies/);
+    assert.match(status.stdout, /pool\s+2 proxies: .*50% healthy of 2 checked/);
     assert.match(status.stdout, /LISTENER\s+ENABLED/);
     const sj = JSON.parse((await rota(['status', '--json'])).stdout) as {
       status: { pool_stats: { total: number } };

@@ -92,6 +92,8 @@ interface StatusView {
     active: number;
     failed: number;
     healthy_percentage: number;
+    /** Proxies whose health is known (absent from older servers). */
+    checked?: number;
     last_rotation: string | null;
   };
   rotation_strategy: string;
@@ -108,6 +110,13 @@ interface ListenerView {
   totals: Record<string, { requests: number; refused: number }>;
 }
 
+/** The healthy share of the proxies whose health is known; never a share of proxies never tried. */
+function healthShare(p: StatusView['pool_stats']): string {
+  if (p.checked === undefined) return `${p.healthy_percentage}% healthy`;
+  if (p.checked === 0) return 'none checked yet';
+  return `${p.healthy_percentage}% healthy of ${p.checked} checked`;
+}
+
 export async function showStatus(api: ApiClient, out: Out, json: boolean) {
   const { data: status } = await api.call<StatusView>('GET', '/api/v1/status');
   // Older servers have no listeners endpoint: the status alone is still an answer.
@@ -121,7 +130,7 @@ export async function showStatus(api: ApiClient, out: Out, json: boolean) {
   }
   const p = status.pool_stats;
   const pairs = [
-    ['pool', `${p.total} proxies: ${p.active} active, ${p.failed} failed, ${p.healthy_percentage}% healthy`],
+    ['pool', `${p.total} proxies: ${p.active} active, ${p.failed} failed, ${healthShare(p)}`],
     ['strategy', status.rotation_strategy],
     ['storage', status.storage_backend],
     ['config source', status.config_source],

@@ -3,7 +3,7 @@ import type { CallerSignal } from '../lib/abort.ts';
 import { poolEmptyError } from '../outbound/call-error.ts';
 import { bufferedWork } from '../outbound/works.ts';
 import type { AddProxyInput } from '../pool/pool.ts';
-import { summarize } from '../pool/summary.ts';
+import { healthyPercentage, summarize } from '../pool/summary.ts';
 import type { StatusFilter } from '../pool/types.ts';
 import { proxyView } from '../pool/view.ts';
 import type { Services } from '../services.ts';
@@ -102,7 +102,7 @@ export class LocalBackend implements RotaBackend {
         total: s.total,
         active: s.active,
         failed: s.failing,
-        healthy_percentage: s.total === 0 ? 0 : Math.round(((s.total - s.failing) / s.total) * 10000) / 100,
+        healthy_percentage: healthyPercentage(s),
         last_rotation: last === null ? null : new Date(last).toISOString(),
       },
       rotation_strategy: this.#s.settings.get().rotation_strategy,

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { poolHealth, summarize } from '../../pool/summary.ts';
+import { healthyPercentage, poolHealth, summarize } from '../../pool/summary.ts';
 import { ErrorEnvelope, errorResponses, Nullable } from '../../schemas/common.ts';
 import type { Services } from '../../services.ts';
 import { VERSION } from '../../version.ts';
@@ -24,7 +24,10 @@ const StatusSchema = Type.Object({
     total: Type.Integer(),
     active: Type.Integer(),
     failed: Type.Integer(),
-    healthy_percentage: Type.Number(),
+    healthy_percentage: Type.Number({
+      description: 'Of the proxies whose health is known (`checked`): the healthy ones; 0 when none is',
+    }),
+    checked: Type.Integer({ description: 'Proxies health-checked or used; the others were never tried' }),
     last_rotation: Nullable(Type.String({ format: 'date-time' })),
   }),
   rotation_strategy: Type.String(),
@@ -159,8 +162,8 @@ export function monitoringRoutes(services: Services, lastRotation: () => number 
             total: s.total,
             active: s.active,
             failed: s.failing,
-            healthy_percentage:
-              s.total === 0 ? 0 : Math.round(((s.total - s.failing) / s.total) * 10000) / 100,
+            healthy_percentage: healthyPercentage(s),
+            checked: s.checked,
             last_rotation: last === null ? null : new Date(last).toISOString(),
           },
           rotation_strategy: services.settings.get().rotation_strategy,
