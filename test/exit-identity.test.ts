@@ -205,6 +205,10 @@ describe('exit identity (ROTA_EXIT_IP_URL, ROTA_GEOIP_DB)', () => {
     assert.deepEqual([moved.exit_ip, moved.exit_country], ['127.0.0.9', null]);
     const metrics = await (await fetch(`${rota.api}/metrics`)).text();
     assert.match(metrics, /^rota_exit_changes_total 1$/m);
+    // The log line is written asynchronously: wait for it a little.
+    for (let i = 0; i < 40 && !/a static proxy's exit address changed/.test(rota.output()); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
     assert.match(rota.output(), /a static proxy's exit address changed/);
     swap.clear();
     await rota.close();
