@@ -249,6 +249,38 @@ describe('dashboard in headless Chromium', { skip: SKIP }, () => {
       .waitFor({ timeout: 5_000 });
   });
 
+  it('shows the live request log (filters, an attempt timeline), the busiest hosts, health of checked proxies', async () => {
+    const rows = page.locator('#req-body tr.req');
+    await rows.first().waitFor({ timeout: 5_000 });
+    // The calls that tried the resetting proxy: failed over to another, two attempts, the first its fault.
+    const resetterId = await proxyId(rota.base, urlOf(resetter.port));
+    await page.getByLabel('Proxy id').fill(resetterId);
+    await page.getByLabel('Proxy id').press('Enter');
+    const failover = page.locator('#req-body tr.req', {
+      has: page.locator('td.num.opt', { hasText: /^2$/ }),
+    });
+    await until('a call with two attempts is listed', 10_000, async () => (await failover.count()) > 0);
+    await failover.first().click();
+    const steps = page.locator('#req-body tr.detail .timeline li');
+    await steps.first().waitFor({ timeout: 5_000 });
+    assert.equal(await steps.count(), 2);
+    assert.match((await steps.nth(0).textContent()) ?? '', /^#1.*proxy error/);
+    assert.match((await steps.nth(1).textContent()) ?? '', /^#2.*success · 200/);
+    const target = await rows.first().locator('td.target').textContent();
+    assert.ok(target?.startsWith('http://127.0.0.1:'), target ?? '');
+    await page.getByLabel('Outcome').selectOption('error');
+    await until('only failed calls are listed', 5_000, async () => {
+      const outcomes = await page.locator('#req-body tr.req .badge').allTextContents();
+      return outcomes.every((o) => o.startsWith('error'));
+    });
+    // Back to every outcome of that proxy, its timeline still open (as the screenshots show it).
+    await page.getByLabel('Outcome').selectOption('');
+    await steps.first().waitFor({ timeout: 5_000 });
+    await page.locator('#hosts-body tr', { hasText: '127.0.0.1' }).waitFor({ timeout: 10_000 });
+    // The summary's healthy share is of the proxies whose health is known.
+    assert.match((await page.locator('#s-healthy').textContent()) ?? '', /^(\d+ of \d+|none checked)$/);
+  });
+
   it('fits 1280x800 and a 390-px phone (screenshots)', async () => {
     // The last minute: the seconds of traffic of this test fill the charts.
     await page.getByLabel('Window').selectOption('60');
@@ -266,6 +298,9 @@ describe('dashboard in headless Chromium', { skip: SKIP }, () => {
     const overflow = await page.evaluate<number>('document.documentElement.scrollWidth');
     assert.ok(overflow <= 390, `no sideways scrolling of the page (width ${overflow})`);
     await page.screenshot({ path: new URL('dashboard-390x844.png', OUT).pathname, fullPage: true });
+    // The request log with its open timeline, and the hosts, at the phone's width (looked at as such).
+    await page.locator('#requests').screenshot({ path: new URL('dashboard-390-requests.png', OUT).pathname });
+    await page.locator('#hosts').screenshot({ path: new URL('dashboard-390-hosts.png', OUT).pathname });
     await page.setViewportSize({ width: 1280, height: 800 });
     const sent = await traffic?.stop();
     traffic = undefined;

@@ -9,6 +9,22 @@ const atEpoch = () => 0;
 const terms = (retryAfterS: number | null = null) => ({ cooldownS: 300, maxCooldownS: 3600, retryAfterS });
 
 describe('cool-down table', () => {
+  it('keeps when each ban began (the dashboard shows it), its own or told by another instance', () => {
+    const clock = { t: 1_000 };
+    const table = new CooldownTable({ now: () => clock.t });
+    table.ban('p', 'a.example', terms());
+    assert.equal(table.forHost('a.example')?.get('p')?.since, 1_000);
+    clock.t = 400_000;
+    table.ban('p', 'a.example', terms());
+    assert.equal(table.forHost('a.example')?.get('p')?.since, 400_000, 'a repeat starts anew');
+    clock.t = 500_000;
+    table.applyRemote('q', 'a.example', 900_000, 1);
+    assert.equal(table.forHost('a.example')?.get('q')?.since, 500_000, 'told by another instance: now');
+    clock.t = 600_000;
+    table.applyRemote('q', 'a.example', 900_000, 1);
+    assert.equal(table.forHost('a.example')?.get('q')?.since, 500_000, 'the same ban told again');
+  });
+
   it('doubles on each repeat up to the maximum; a repeat is within max_cooldown_s of the last end', () => {
     const clock = { t: 0 };
     const table = new CooldownTable({ now: () => clock.t });

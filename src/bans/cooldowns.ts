@@ -13,6 +13,8 @@ export interface Cooldown {
   readonly host: string;
   /** Epoch ms. */
   until: number;
+  /** Epoch ms: when the ban behind `until` was recorded (this instance's clock, or the notice's arrival). */
+  since: number;
   count: number;
 }
 
@@ -53,8 +55,9 @@ export class CooldownTable {
     const count = repeat ? prev.count + 1 : 1;
     const doubled = terms.cooldownS * 2 ** Math.min(count - 1, 30);
     const seconds = Math.min(Math.max(doubled, terms.retryAfterS ?? 0), terms.maxCooldownS);
-    const entry: Cooldown = prev ?? { proxyId, host, until: 0, count: 0 };
+    const entry: Cooldown = prev ?? { proxyId, host, until: 0, since: now, count: 0 };
     entry.until = Math.max(entry.until, now + seconds * 1000);
+    entry.since = now;
     entry.count = count;
     perHost.set(proxyId, entry);
     this.#order.delete(entry);
@@ -70,7 +73,8 @@ export class CooldownTable {
       perHost = new Map();
       this.#byHost.set(host, perHost);
     }
-    const entry = perHost.get(proxyId) ?? { proxyId, host, until: 0, count: 0 };
+    const entry = perHost.get(proxyId) ?? { proxyId, host, until: 0, since: 0, count: 0 };
+    if (until > entry.until) entry.since = this.#now();
     entry.until = Math.max(entry.until, until);
     entry.count = Math.max(entry.count, count);
     perHost.set(proxyId, entry);

@@ -1,18 +1,12 @@
+import { safeLabel } from '../pool/label.ts';
 import type { Pool } from '../pool/pool.ts';
 
 /**
  * Labels for proxies that people can tell apart: `scheme://host:port`, and, where several proxies share
- * it (one provider gateway, many accounts or sessions), the first characters of the username and the
- * id's first eight. Never the password; a username longer than USER_SHOWN characters is cut, since
- * providers put session ids and options in it.
+ * it (one provider gateway, many accounts or sessions), its safe label (pool/label.ts: the operator's
+ * label or the username's non-secret words, never a password) and the id's first eight characters.
  */
-const USER_SHOWN = 12;
 const MEMO_MS = 1_000;
-
-export function safeUser(username: string | null): string | null {
-  if (username === null || username === '') return null;
-  return username.length <= USER_SHOWN ? username : `${username.slice(0, USER_SHOWN)}…`;
-}
 
 export class ProxyLabels {
   readonly #pool: Pool;
@@ -36,8 +30,8 @@ export class ProxyLabels {
     if (e === undefined) return null;
     let label = e.url;
     if ((this.#shared.get(e.url) ?? 0) > 1) {
-      const user = safeUser(e.record.username);
-      label = `${e.url} (${user === null ? '' : `${user}, `}${id.slice(0, 8)})`;
+      const safe = safeLabel(e.record);
+      label = `${e.url} (${safe === null ? '' : `${safe}, `}${id.slice(0, 8)})`;
     }
     this.#labels.set(id, label);
     return label;

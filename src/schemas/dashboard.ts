@@ -50,7 +50,8 @@ export const BanViewSchema = Type.Object({
   proxy_id: Type.String(),
   url: Nullable(Type.String()),
   host: Type.String(),
-  until: Type.Integer({ description: 'Epoch ms' }),
+  since: Type.Integer({ description: "Epoch ms: when the ban began (the server's clock)" }),
+  until: Type.Integer({ description: 'Epoch ms: when the cool-down ends' }),
   count: Type.Integer(),
 });
 
@@ -62,6 +63,7 @@ export const LiveSchema = Type.Object({
     total: Type.Integer(),
     healthy: Type.Integer(),
     unhealthy: Type.Integer({ description: 'health degraded, unhealthy or dead' }),
+    checked: Type.Integer({ description: 'health known (checked or used): healthy shares are of these' }),
     breakers: Type.Object({ closed: Type.Integer(), half_open: Type.Integer(), open: Type.Integer() }),
     in_flight: Type.Integer(),
   }),

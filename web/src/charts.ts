@@ -24,6 +24,20 @@ interface View {
   windowS: number;
 }
 
+/** A y-axis label: milliseconds from 1,000 up as seconds, large rates as thousands. */
+export function axisLabel(v: number, unit: string): string {
+  const trim = (n: number) => String(Number(n.toFixed(n < 10 ? 1 : 0)));
+  if (unit === ' ms') return v >= 1000 ? `${trim(v / 1000)} s` : `${trim(v)} ms`;
+  return v >= 10_000 ? `${trim(v / 1000)}k${unit}` : `${trim(v)}${unit}`;
+}
+
+/** Pixels for labels of `values` (about 7 px a character at the axis font, plus the ticks' gap). */
+function axisWidth(values: string[] | null): number {
+  let longest = 0;
+  for (const v of values ?? []) longest = Math.max(longest, v.length);
+  return Math.max(40, 18 + 7 * longest);
+}
+
 function options(width: number, view: View, lines: Line[], unit: string): uPlot.Options {
   return {
     width,
@@ -45,8 +59,9 @@ function options(width: number, view: View, lines: Line[], unit: string): uPlot.
       {
         stroke: '#333',
         grid: { stroke: '#e3e3e3' },
-        size: 56,
-        values: (_u, ticks) => ticks.map((v) => `${v}${unit}`),
+        // Wide enough for the longest label drawn (none is cut: "12 s", not "000 ms").
+        size: (_u, values) => axisWidth(values),
+        values: (_u, ticks) => ticks.map((v) => axisLabel(v, unit)),
       },
     ],
     series: [

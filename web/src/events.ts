@@ -46,7 +46,7 @@ export class EventFeed {
     for (const b of live.bans.recent) {
       const key = `${b.proxy_id}|${b.host}|${b.count}`;
       current.add(key);
-      if (!this.#bans.has(key)) this.#add(banItem(b, live.now));
+      if (!this.#bans.has(key)) this.#add(banItem(b));
     }
     // Only the pairs still listed are remembered: the set stays as small as the list.
     for (const k of this.#bans) if (!current.has(k)) this.#bans.delete(k);
@@ -78,14 +78,15 @@ function breakerItem(e: BreakerEventView): HTMLLIElement {
   );
 }
 
-function banItem(b: BanView, now: number): HTMLLIElement {
+/** Stamped with the ban's own start, as the server recorded it (the same at every page load). */
+function banItem(b: BanView): HTMLLIElement {
   const repeat = b.count > 1 ? ` (ban ${b.count} in a row)` : '';
   return h(
     'li',
     { class: 'event ban' },
-    stamp(now),
+    stamp(b.since),
     h('span', { class: 'tag' }, 'ban'),
     h('span', { class: 'what' }, `${b.url ?? `${b.proxy_id} (removed)`} banned by ${b.host}`),
-    h('span', { class: 'why' }, `cooling down until ${fmtTime(b.until)}${repeat}`),
+    h('span', { class: 'why' }, `cooling down ${fmtTime(b.since)} – ${fmtTime(b.until)}${repeat}`),
   );
 }

@@ -8,6 +8,7 @@ import { Charts } from './charts.ts';
 import { Controls } from './controls.ts';
 import { byId, fmtInt, fmtNum, fmtTime, say, setText } from './dom.ts';
 import { EventFeed } from './events.ts';
+import { HostsPanel, RequestLogPanel } from './requests.ts';
 import { PoolTable } from './table.ts';
 import type { Info, Live } from './types.ts';
 
@@ -57,7 +58,8 @@ class Loop {
 function showSummary(live: Live, charts: Charts): void {
   const p = live.pool;
   setText('s-total', fmtInt(p.total));
-  setText('s-healthy', fmtInt(p.healthy));
+  // A share of the proxies whose health is known: a pool never checked is not "all healthy".
+  setText('s-healthy', p.checked === 0 ? 'none checked' : `${fmtInt(p.healthy)} of ${fmtInt(p.checked)}`);
   setText('s-open', fmtInt(p.breakers.open));
   setText('s-half', fmtInt(p.breakers.half_open));
   setText('s-inflight', fmtInt(p.in_flight));
@@ -76,8 +78,10 @@ function start(api: Api, info: Info): void {
   span.addEventListener('change', () => charts.setWindow(Number(span.value)));
   const feed = new EventFeed();
   const table = new PoolTable(api);
+  const requests = new RequestLogPanel(api);
+  const hosts = new HostsPanel(api);
   const tableLoop = new Loop(async () => {
-    await table.refresh();
+    await Promise.all([table.refresh(), hosts.refresh()]);
     return info.table_poll_ms;
   });
   const controls = new Controls(api, info, { changed: () => tableLoop.kick() });
@@ -92,6 +96,7 @@ function start(api: Api, info: Info): void {
     }
     charts.append(r.data.series);
     showSummary(r.data, charts);
+    await requests.refresh();
     controls.showStrategy(r.data.strategy);
     if (feed.update(r.data)) tableLoop.kick();
     setText('conn', `Live · updated ${fmtTime(r.data.now)}`);

@@ -16,7 +16,12 @@ export type {
   Row,
   Samples,
 } from '../../src/schemas/dashboard.ts';
+export type { HostRowT as HostRow } from '../../src/schemas/hosts.ts';
 export type { ImportSummary } from '../../src/schemas/import.ts';
+export type {
+  RequestRecordT as RequestRecord,
+  RequestsPageT as RequestsPage,
+} from '../../src/schemas/requests.ts';
 
 export type BreakerState = BreakerStateName;
 

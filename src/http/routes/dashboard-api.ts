@@ -71,18 +71,20 @@ function memo<T>(now: () => number, fn: () => T): () => T {
 function poolCounts(services: Services) {
   let healthy = 0;
   let unhealthy = 0;
+  let checked = 0;
   let inFlight = 0;
   const breakers = { closed: 0, half_open: 0, open: 0 };
   for (const e of services.pool.all()) {
     if (e.health === 'healthy') healthy++;
     else if (e.health !== 'unknown') unhealthy++;
+    if (e.health !== 'unknown') checked++;
     inFlight += e.inFlight;
     const s = services.breakers.state(e.record.id);
     if (s === 'open') breakers.open++;
     else if (s === 'half-open') breakers.half_open++;
     else breakers.closed++;
   }
-  return { total: services.pool.size, healthy, unhealthy, breakers, in_flight: inFlight };
+  return { total: services.pool.size, healthy, unhealthy, checked, breakers, in_flight: inFlight };
 }
 
 interface Ctx {
@@ -144,6 +146,7 @@ function liveRoute(app: FastifyInstance, ctx: Ctx): void {
     proxy_id: c.proxyId,
     url: ctx.urlOf(c.proxyId),
     host: c.host,
+    since: c.since,
     until: c.until,
     count: c.count,
   });
