@@ -9,6 +9,8 @@
  */
 import { type Static, Type } from 'typebox';
 import { STRATEGIES } from '../rotation/names.ts';
+import { checkedByHandler } from '../schemas/common.ts';
+import { HOST_PATTERN_PATTERN, NOT_BLANK_PATTERN } from '../schemas/patterns.ts';
 
 /** Rules one list holds at most (per-rule metric series are bounded by it). */
 export const MAX_RULES = 200;
@@ -23,11 +25,14 @@ const Country = Type.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1
 
 export const MatchSchema = Type.Object(
   {
-    hosts: Type.Array(Type.String({ minLength: 1, maxLength: 253 }), {
-      minItems: 1,
-      maxItems: 100,
-      description: 'Host patterns: `example.com`, `*.example.com` (subdomains), `*`, an IP literal',
-    }),
+    hosts: Type.Array(
+      Type.String({ minLength: 1, maxLength: 253, ...checkedByHandler(HOST_PATTERN_PATTERN) }),
+      {
+        minItems: 1,
+        maxItems: 100,
+        description: 'Host patterns: `example.com`, `*.example.com` (subdomains), `*`, an IP literal',
+      },
+    ),
     paths: Type.Optional(
       Type.Array(Type.String({ pattern: '^/', minLength: 1, maxLength: 1024 }), {
         minItems: 1,
@@ -114,10 +119,13 @@ export const RuleSchema = Type.Object(
             Type.Array(Type.Integer({ minimum: 400, maximum: 599 }), { maxItems: 200, uniqueItems: true }),
           ),
           body_patterns: Type.Optional(
-            Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
-              maxItems: 20,
-              description: 'Case-insensitive substrings of the first 64 KiB of a body',
-            }),
+            Type.Array(
+              Type.String({ minLength: 1, maxLength: 200, ...checkedByHandler(NOT_BLANK_PATTERN) }),
+              {
+                maxItems: 20,
+                description: 'Case-insensitive substrings of the first 64 KiB of a body',
+              },
+            ),
           ),
           cooldown_s: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })),
         },

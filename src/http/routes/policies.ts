@@ -24,7 +24,7 @@ const SessionsQuery = Type.Object(
 );
 
 const SessionParams = Type.Object(
-  { id: Type.String({ minLength: 1, maxLength: 256, description: 'The session id the client gave' }) },
+  { id: Type.String({ minLength: 1, maxLength: 200, description: 'The session id the client gave' }) },
   { additionalProperties: false },
 );
 
@@ -146,7 +146,7 @@ export function policyRoutes(services: Services): FastifyPluginAsync {
           tags: ['sessions'],
           summary: 'End a session (every host of it) on every instance: its next request is pinned anew',
           params: SessionParams,
-          response: { 204: Type.Null({ description: 'Ended' }), ...errorResponses(404, 422) },
+          response: { 204: Type.Null({ description: 'Ended' }), ...errorResponses(404, 413, 415, 422) },
         },
       },
       async (req, reply) => {
