@@ -4,7 +4,7 @@
  * and every raw figure in bench/results/latest.json. BENCHMARKS.md is written by hand from the table.
  *
  *   npm run bench                              # every scenario, 20 s per measured load
- *   npm run bench -- --only=get,connect        # some of: post floor get connect bulk inspect failover startup
+ *   npm run bench -- --only=get,connect        # some of: post floor get connect bulk inspect failover startup policies
  *   npm run bench -- --duration=2 --proxies=10000   # short loads, a smaller pool: for development
  *   npm run bench -- --profile                 # every Rota under --cpu-prof (bench/.work/profiles)
  *
@@ -27,10 +27,21 @@ import { failover } from './scenarios/failover.ts';
 import { floor } from './scenarios/floor.ts';
 import { inspect } from './scenarios/inspect.ts';
 import { bulk, connect, get } from './scenarios/listener.ts';
+import { policies } from './scenarios/policies.ts';
 import { post } from './scenarios/post.ts';
 import { startup } from './scenarios/startup.ts';
 
-const SCENARIOS: Record<string, Scenario> = { post, floor, get, connect, bulk, inspect, failover, startup };
+const SCENARIOS: Record<string, Scenario> = {
+  post,
+  floor,
+  get,
+  connect,
+  bulk,
+  inspect,
+  failover,
+  startup,
+  policies,
+};
 const NAMES = Object.keys(SCENARIOS);
 
 const log = (m: string) => process.stderr.write(`${m}\n`);
