@@ -64,9 +64,8 @@ export function buildMetrics(d: MetricsDeps): MetricsParts {
     defaultMetrics: d.processMetrics,
   });
   const series = new CallSeries({ now: clock.now, pool }); // dashboard
-  const requestLog = new RequestLog({ size: config.requestLogSize, now: clock.now });
   const hosts = new HostAnalytics({ now: clock.now });
-  requestLog.subscribe((e) => hosts.record(e));
+  const requestLog = new RequestLog({ size: config.requestLogSize, now: clock.now, hosts });
   const logger = d.logger;
   if (config.accessLog && logger) {
     const labelOf = (id: string) => pool.get(id)?.url ?? null;

@@ -2,9 +2,9 @@ import { ERRORS } from '../errors/codes.ts';
 import type { AttemptRecord, CallRecord, Door } from '../metrics/calls.ts';
 
 /**
- * One call in the request log: the engine's CallRecord (kept by reference, nothing copied) and what its
- * door told at the end (bytes each way). Everything shown is derived when read, so the per-call cost is
- * this one object; the record's JSON is built only when someone asks for it (view.ts).
+ * One call of the request log as read: the engine's CallRecord (rebuilt from the ring's columns,
+ * columns.ts) and what its door told at the end (bytes each way). Everything shown is derived from it
+ * when read; the record's JSON is built only when someone asks for it (view.ts).
  */
 
 /**
@@ -59,22 +59,11 @@ export class LogEntry {
 
   /** The attempt whose answer the caller got, if any. */
   delivered(): AttemptRecord | undefined {
-    const c = this.call;
-    if (!c.ok) return undefined;
-    const n = c.deliveredAttempt;
-    for (let i = c.attempts.length - 1; i >= 0; i--) {
-      const a = c.attempts[i]!;
-      if (n === undefined ? a.outcome === 'success' : a.attempt === n) return a;
-    }
-    return undefined;
+    return deliveredOf(this.call);
   }
 
   outcome(): CallOutcome {
-    const c = this.call;
-    if (c.ok) return this.delivered()?.kind === 'banned' ? 'banned' : 'success';
-    if (c.errorCode === 'PROXY_POOL_EMPTY') return 'no_proxy';
-    if (c.errorCode === 'REQUEST_TIMEOUT') return 'timeout';
-    return 'error';
+    return outcomeOf(this.call);
   }
 
   /** The status the client got: the target's, or Rota's own error status; null for an open tunnel. */
@@ -86,8 +75,7 @@ export class LogEntry {
   }
 
   banSeen(): boolean {
-    for (const a of this.call.attempts) if (a.kind === 'banned') return true;
-    return false;
+    return banSeenOf(this.call);
   }
 
   /** Whether any attempt went through `proxyId`. */
@@ -100,6 +88,29 @@ export class LogEntry {
   proxyId(): string | null {
     return this.delivered()?.proxyId ?? null;
   }
+}
+
+/** The attempt of `c` whose answer the caller got, if any. */
+export function deliveredOf(c: CallRecord): AttemptRecord | undefined {
+  if (!c.ok) return undefined;
+  const n = c.deliveredAttempt;
+  for (let i = c.attempts.length - 1; i >= 0; i--) {
+    const a = c.attempts[i]!;
+    if (n === undefined ? a.outcome === 'success' : a.attempt === n) return a;
+  }
+  return undefined;
+}
+
+export function outcomeOf(c: CallRecord): CallOutcome {
+  if (c.ok) return deliveredOf(c)?.kind === 'banned' ? 'banned' : 'success';
+  if (c.errorCode === 'PROXY_POOL_EMPTY') return 'no_proxy';
+  if (c.errorCode === 'REQUEST_TIMEOUT') return 'timeout';
+  return 'error';
+}
+
+export function banSeenOf(c: CallRecord): boolean {
+  for (const a of c.attempts) if (a.kind === 'banned') return true;
+  return false;
 }
 
 /** `p` without its query (and fragment), at most MAX_PATH characters; null when there is none. */

@@ -1,18 +1,19 @@
 import type { CallRecord, Door } from '../metrics/calls.ts';
-import { type CallOutcome, LogEntry } from './entry.ts';
-import { Ring } from './ring.ts';
+import { Columns } from './columns.ts';
+import { type CallOutcome, deliveredOf, LogEntry } from './entry.ts';
 
 /**
- * The request log: one LogEntry per call the engine reports (Executor onCall), kept in a bounded ring
- * (ROTA_REQUEST_LOG_SIZE; 0 keeps none), newest first for GET requests, and told to listeners (the
- * live stream, the access log, per-host analytics) once the call is over: at once for a call that
- * failed, at its door's Executor.ended() for one that answered (its body streamed, its tunnel closed).
+ * The request log: every call the engine reports (Executor onCall) copied into a bounded ring of
+ * columns (ROTA_REQUEST_LOG_SIZE; 0 keeps none), newest first for GET requests; per-host analytics
+ * told at once; listeners (the live stream, the access log) told once the call is over: at once for a
+ * call that failed, at its door's Executor.ended() for one that answered (its body streamed, its
+ * tunnel closed).
  *
- *   Executor ──onCall──▶ LogEntry ──▶ ring (shown as open)        ──▶ listeners, if it failed
- *   door ──Executor.ended(id, up, down)──▶ entry.end() ──────────────▶ listeners
+ *   Executor ──onCall──▶ columns (shown as open) · hosts ──▶ listeners, if it failed
+ *   door ──Executor.ended(id, up, down)──▶ bytes, duration ──▶ hosts' bytes · listeners
  *
- * Per call: one entry and, while its answer flows, one map slot. Per instance: each instance keeps its
- * own log (the API says so).
+ * Per call: a slot's writes and, while its answer flows, one map entry; objects only for listeners.
+ * Per instance: each instance keeps its own log (the API says so).
  */
 
 export interface LogFilter {
@@ -26,9 +27,15 @@ export interface LogFilter {
 
 export type LogListener = (e: LogEntry) => void;
 
+/** What per-host analytics take from the log (hosts/hosts.ts). */
+export interface HostSink {
+  recordCall(c: CallRecord): void;
+  addBytes(host: string, proxyId: string | undefined, bytes: number): void;
+}
+
 /**
- * Heap a full log may take per record, at most: the entry, the engine's record and attempts, and the
- * path string (log.test.ts measures 10,000 of them).
+ * Heap a full log may take per record, at most: its slot in the columns and its path string
+ * (log.test.ts measures 10,000 of them).
  */
 export const RECORD_BYTES_BOUND = 1_024;
 
@@ -37,58 +44,100 @@ const MAX_OPEN = 100_000;
 /** Ends told before their call was reported (a hedged call reports once its overtaken attempts let go). */
 const MAX_EARLY = 1_000;
 
+interface Early {
+  readonly up: number;
+  readonly down: number;
+  readonly at: number;
+}
+
 export class RequestLog {
-  readonly #ring: Ring<LogEntry> | null;
+  readonly #cols: Columns | null;
   readonly #now: () => number;
-  readonly #open = new Map<number, LogEntry>();
-  readonly #early = new Map<number, { up: number; down: number; at: number }>();
+  readonly #hosts: HostSink | undefined;
+  /** Open calls by id: their slot (with the ring), or their record (without). */
+  readonly #open = new Map<number, number>();
+  readonly #openCalls = new Map<number, LogEntry>();
+  readonly #early = new Map<number, Early>();
   readonly #listeners = new Set<LogListener>();
 
-  constructor(opts: { size: number; now: () => number }) {
-    this.#ring = opts.size > 0 ? new Ring<LogEntry>(opts.size) : null;
+  constructor(opts: { size: number; now: () => number; hosts?: HostSink }) {
+    this.#cols = opts.size > 0 ? new Columns(opts.size) : null;
     this.#now = opts.now;
+    this.#hosts = opts.hosts;
   }
 
   /** Entries kept at most (ROTA_REQUEST_LOG_SIZE). */
   get capacity(): number {
-    return this.#ring?.capacity ?? 0;
+    return this.#cols?.capacity ?? 0;
   }
 
   get size(): number {
-    return this.#ring?.size ?? 0;
+    return this.#cols?.size ?? 0;
   }
 
   onCall(call: CallRecord): void {
     const now = this.#now();
-    const e = new LogEntry(call, now - call.latencyMs);
-    this.#ring?.push(e);
+    const at = now - call.latencyMs;
+    this.#hosts?.recordCall(call);
+    const slot = this.#cols === null ? -1 : this.#cols.push(call, at);
     const id = call.id;
     if (!call.ok || id === undefined) {
-      this.#tell(e);
+      if (this.#listeners.size > 0) this.#tell(this.#entry(slot, call, at));
       return;
     }
     const early = this.#early.size > 0 ? this.#early.get(id) : undefined;
     if (early !== undefined) {
       this.#early.delete(id);
-      e.end(early.up, early.down, early.at);
-      this.#tell(e);
+      if (slot >= 0) this.#ended(slot, early.up, early.down, early.at);
+      else this.#endEntry(new LogEntry(call, at), early.up, early.down, early.at);
       return;
     }
-    if (this.#open.size >= MAX_OPEN) this.#open.delete(this.#open.keys().next().value as number);
-    this.#open.set(id, e);
+    if (slot >= 0) {
+      if (this.#open.size >= MAX_OPEN) this.#open.delete(this.#open.keys().next().value as number);
+      this.#open.set(id, slot);
+    } else if (this.#hosts !== undefined || this.#listeners.size > 0) {
+      if (this.#openCalls.size >= MAX_OPEN)
+        this.#openCalls.delete(this.#openCalls.keys().next().value as number);
+      this.#openCalls.set(id, new LogEntry(call, at));
+    }
   }
 
   /** The call `id` is over: its bytes each way (Executor.ended). */
   ended(id: number, up: number, down: number): void {
-    const e = this.#open.get(id);
-    if (e === undefined) {
-      if (this.#early.size >= MAX_EARLY) this.#early.delete(this.#early.keys().next().value as number);
-      this.#early.set(id, { up, down, at: this.#now() });
+    const slot = this.#open.get(id);
+    if (slot !== undefined) {
+      this.#open.delete(id);
+      // Overwritten meanwhile (10,000 newer calls while it went on): nothing left to complete.
+      if (this.#cols?.idAt(slot) === id) this.#ended(slot, up, down, this.#now());
       return;
     }
-    this.#open.delete(id);
-    e.end(up, down, this.#now());
-    this.#tell(e);
+    const e = this.#openCalls.get(id);
+    if (e !== undefined) {
+      this.#openCalls.delete(id);
+      this.#endEntry(e, up, down, this.#now());
+      return;
+    }
+    if (this.#early.size >= MAX_EARLY) this.#early.delete(this.#early.keys().next().value as number);
+    this.#early.set(id, { up, down, at: this.#now() });
+  }
+
+  #ended(slot: number, up: number, down: number, now: number): void {
+    const cols = this.#cols as Columns;
+    cols.end(slot, up, down, now);
+    const host = cols.hostAt(slot);
+    if (host !== undefined) this.#hosts?.addBytes(host, cols.deliveredProxyAt(slot), up + down);
+    if (this.#listeners.size > 0) this.#tell(cols.entry(slot));
+  }
+
+  #endEntry(e: LogEntry, up: number, down: number, now: number): void {
+    e.end(up, down, now);
+    const host = e.call.host;
+    if (host !== undefined) this.#hosts?.addBytes(host, deliveredOf(e.call)?.proxyId, up + down);
+    if (this.#listeners.size > 0) this.#tell(e);
+  }
+
+  #entry(slot: number, call: CallRecord, at: number): LogEntry {
+    return slot >= 0 && this.#cols !== null ? this.#cols.entry(slot) : new LogEntry(call, at);
   }
 
   /** Told every finished call from now on; returns the way to stop. */
@@ -97,19 +146,15 @@ export class RequestLog {
     return () => this.#listeners.delete(fn);
   }
 
-  get listeners(): number {
-    return this.#listeners.size;
-  }
-
   /** One page of the entries matching `f`, newest first, and how many match in all. */
   list(f: LogFilter, page: number, pageSize: number): { items: LogEntry[]; total: number } {
+    const cols = this.#cols;
     const items: LogEntry[] = [];
     const skip = (page - 1) * pageSize;
     let total = 0;
-    this.#ring?.newestFirst((e) => {
-      if (f.since !== undefined && e.at < f.since) return true;
-      if (!matches(e, f)) return true;
-      if (total >= skip && items.length < pageSize) items.push(e);
+    cols?.newestFirst((slot) => {
+      if (!cols.matches(slot, f)) return true;
+      if (total >= skip && items.length < pageSize) items.push(cols.entry(slot));
       total++;
       return true;
     });
@@ -118,11 +163,11 @@ export class RequestLog {
 
   /** Finished entries matching `f` with an id above `id`, oldest first (a stream's reconnection). */
   after(id: number, f: LogFilter): LogEntry[] {
+    const cols = this.#cols;
     const out: LogEntry[] = [];
-    this.#ring?.newestFirst((e) => {
-      const eid = e.call.id ?? 0;
-      if (eid <= id) return false;
-      if (!e.open && matches(e, f)) out.push(e);
+    cols?.newestFirst((slot) => {
+      if (cols.idAt(slot) <= id) return false;
+      if (!cols.isOpen(slot) && cols.matches(slot, f)) out.push(cols.entry(slot));
       return true;
     });
     return out.reverse();

@@ -1,15 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AttemptRecord, CallRecord } from '../../metrics/calls.ts';
-import { LogEntry } from '../entry.ts';
+import { deliveredOf } from '../entry.ts';
 import { HostAnalytics, MAX_HOSTS } from './hosts.ts';
 import { SLOT_MS } from './slots.ts';
 
-function entry(host: string, attempts: AttemptRecord[], ok = true, latencyMs = 20): LogEntry {
-  const call: CallRecord = { id: 1, ok, latencyMs, attempts, host, door: 'http', method: 'GET' };
-  const e = new LogEntry(call, 0);
-  e.end(100, 900, 30);
-  return e;
+let nextId = 1;
+
+/** One call to `host` through `attempts`, over with 1,000 bytes (100 up, 900 down). */
+function record(h: HostAnalytics, host: string, attempts: AttemptRecord[], latencyMs = 20): void {
+  const call: CallRecord = { id: nextId++, ok: true, latencyMs, attempts, host, door: 'http', method: 'GET' };
+  h.recordCall(call);
+  h.addBytes(host, deliveredOf(call)?.proxyId, 1_000);
 }
 
 const success = (proxyId: string, latencyMs = 20): AttemptRecord => ({
@@ -26,9 +28,9 @@ describe('per-host analytics', () => {
     const h = new HostAnalytics({ now: () => now });
     const heavy = ['big-1.example', 'big-2.example', 'big-3.example'];
     for (let i = 0; i < 100_000; i++) {
-      h.record(entry(`host-${i}.example`, [success('p')]));
+      record(h, `host-${i}.example`, [success('p')]);
       // Every tenth call goes to one of three busy sites: 10,000 calls between them.
-      if (i % 10 === 0) h.record(entry(heavy[(i / 10) % 3] ?? '', [success('p')]));
+      if (i % 10 === 0) record(h, heavy[(i / 10) % 3] ?? '', [success('p')]);
     }
     assert.equal(h.size, MAX_HOSTS);
     const top = h.top(3);
@@ -58,9 +60,8 @@ describe('per-host analytics', () => {
       latencyMs: 10,
       kind: 'connect',
     };
-    for (let i = 0; i < 4; i++)
-      h.record(entry('site.example', [ban, { ...success('clean', 40), attempt: 2 }]));
-    h.record(entry('site.example', [fault, { ...success('clean', 40), attempt: 2 }]));
+    for (let i = 0; i < 4; i++) record(h, 'site.example', [ban, { ...success('clean', 40), attempt: 2 }]);
+    record(h, 'site.example', [fault, { ...success('clean', 40), attempt: 2 }]);
     const detail = h.host('site.example');
     assert.ok(detail);
     assert.equal(detail.row.last_1h.requests, 5);
@@ -80,9 +81,9 @@ describe('per-host analytics', () => {
   it('forgets what is older than the hour, and the 15-minute window holds three slots', () => {
     let now = 100 * SLOT_MS;
     const h = new HostAnalytics({ now: () => now });
-    h.record(entry('old.example', [success('p')]));
+    record(h, 'old.example', [success('p')]);
     now += 4 * SLOT_MS;
-    h.record(entry('old.example', [success('p')]));
+    record(h, 'old.example', [success('p')]);
     let row = h.host('old.example')?.row;
     assert.equal(row?.last_1h.requests, 2);
     assert.equal(row?.last_15m.requests, 1);

@@ -1,11 +1,12 @@
-import type { LogEntry } from '../entry.ts';
+import type { CallRecord } from '../../metrics/calls.ts';
+import { banSeenOf, outcomeOf } from '../entry.ts';
 import { type Held, SpaceSaving } from './sketch.ts';
 import { SLOT_MS, SLOTS, SlotStats, type Totals } from './slots.ts';
 
 /**
  * Per-site analytics: the busiest target hosts over the last 15 minutes and hour, kept in a Space-Saving
  * sketch of ROTA's top hosts (1,000 by default), and for each host the same figures per proxy (its 16
- * busiest proxies there). Fed by the request log with every finished call. Bans are counted apart from
+ * busiest proxies there). Fed by the request log with every call, and its bytes once it is over. Bans are counted apart from
  * failures: a host's failures are its calls that failed; a proxy's are its own faults (proxy errors,
  * timeouts), so a site refusing it does not lower its success rate there.
  *
@@ -53,35 +54,31 @@ export class HostAnalytics {
     return this.#hosts.size;
   }
 
-  /** One finished call (a request log listener). */
-  record(e: LogEntry): void {
-    const host = e.host;
+  /** One call as the engine reports it (bytes come later: addBytes). */
+  recordCall(c: CallRecord): void {
+    const host = c.host;
     if (host === undefined) return;
     const now = this.#now();
     this.#roll(now);
     const h = this.#hosts.touch(host, freshHost, clearHost).value;
-    const outcome = e.outcome();
-    const bytes = e.up + e.down;
-    const c = e.call;
-    h.all.add(now, {
-      ok: outcome === 'success',
-      ban: e.banSeen(),
-      fail: outcome !== 'success' && outcome !== 'banned',
-      bytes,
-      latencyMs: c.latencyMs,
-    });
-    const delivered = c.ok ? e.proxyId() : null;
+    const outcome = outcomeOf(c);
+    const ban = banSeenOf(c);
+    h.all.add(now, outcome === 'success', ban, outcome !== 'success' && outcome !== 'banned', c.latencyMs);
     for (const a of c.attempts) {
       const p = h.proxies.touch(a.proxyId, freshStats, clearStats).value;
-      const ban = a.kind === 'banned';
-      p.add(now, {
-        ok: !ban && a.outcome !== 'proxy_error' && a.outcome !== 'timeout',
-        ban,
-        fail: a.outcome === 'proxy_error' || a.outcome === 'timeout',
-        bytes: a.proxyId === delivered ? bytes : 0,
-        latencyMs: a.latencyMs,
-      });
+      const banned = a.kind === 'banned';
+      const fault = a.outcome === 'proxy_error' || a.outcome === 'timeout';
+      p.add(now, !banned && !fault, banned, fault, a.latencyMs);
     }
+  }
+
+  /** A call's bytes, once its answer or tunnel is over: the host's, and the delivering proxy's there. */
+  addBytes(host: string, proxyId: string | undefined, bytes: number): void {
+    const h = this.#hosts.get(host)?.value;
+    if (h === undefined) return;
+    const now = this.#now();
+    h.all.addBytes(now, bytes);
+    if (proxyId !== undefined) h.proxies.get(proxyId)?.value.addBytes(now, bytes);
   }
 
   /** The busiest hosts of the last hour, at most `limit`. */

@@ -17,15 +17,6 @@ const FAIL = 3;
 const COUNTS = 4;
 const STRIDE = COUNTS + BUCKETS;
 
-export interface Sample {
-  readonly ok: boolean;
-  readonly ban: boolean;
-  /** A failure that counts: for a host, the call failed; for a proxy, its own fault. */
-  readonly fail: boolean;
-  readonly bytes: number;
-  readonly latencyMs: number;
-}
-
 export interface Totals {
   requests: number;
   successes: number;
@@ -53,16 +44,24 @@ export class SlotStats {
     this.#slot.fill(-1);
   }
 
-  add(now: number, s: Sample): void {
+  /**
+   * One call (or attempt): `fail` is a failure that counts (for a host, the call failed; for a proxy,
+   * its own fault). Numbers, not an object: this runs on every call.
+   */
+  add(now: number, ok: boolean, ban: boolean, fail: boolean, latencyMs: number): void {
     const i = this.#at(Math.floor(now / SLOT_MS));
     const base = i * STRIDE;
     const n = this.#n;
     n[base + REQ]!++;
-    if (s.ok) n[base + OK]!++;
-    if (s.ban) n[base + BAN]!++;
-    if (s.fail) n[base + FAIL]!++;
-    n[base + COUNTS + bucketOf(s.latencyMs)]!++;
-    this.#bytes[i]! += s.bytes;
+    if (ok) n[base + OK]!++;
+    if (ban) n[base + BAN]!++;
+    if (fail) n[base + FAIL]!++;
+    n[base + COUNTS + bucketOf(latencyMs)]!++;
+  }
+
+  /** Bytes known once the call is over (a streamed body, a tunnel): counted in the slot of `now`. */
+  addBytes(now: number, bytes: number): void {
+    this.#bytes[this.#at(Math.floor(now / SLOT_MS))]! += bytes;
   }
 
   /** Calls in the last `slots` slots (the current one included). */
