@@ -22,6 +22,7 @@ import {
 } from './helpers/forward.ts';
 import { curl } from './helpers/forward-clients.ts';
 import { HAR_12_SCHEMA } from './helpers/har-schema.ts';
+import { makeLoggedApp } from './helpers/logged-app.ts';
 
 /*
  * The request log end to end: one record per call on every door (POST request, absolute-URI, CONNECT,
@@ -251,6 +252,49 @@ describe('the request log', () => {
     } finally {
       a.close();
       b.close();
+    }
+  });
+});
+
+describe('ROTA_ACCESS_LOG and ROTA_REQUEST_LOG_SIZE', () => {
+  test('the access log writes each call as one JSON line, the same record, nothing secret; size 0 keeps none', async () => {
+    const logged = await makeLoggedApp({
+      ROTA_SSRF_ALLOW: '127.0.0.0/8',
+      ROTA_ACCESS_LOG: 'true',
+      ROTA_REQUEST_LOG_SIZE: '0',
+    });
+    try {
+      await addUpstream(logged, {
+        url: `http://127.0.0.1:${cleanProxy.port}`,
+        username: 'acct-1',
+        password: PROXY_PASSWORD,
+      });
+      const res = await logged.app.inject({
+        method: 'POST',
+        url: '/api/v1/request',
+        payload: { url: site.urlB(`/logged?token=${SECRET_QUERY}`) },
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      const lines = logged.logs.filter((l) => l.includes('"msg":"call"'));
+      assert.equal(lines.length, 1);
+      const call = (JSON.parse(lines[0] ?? '{}') as { call: RequestRecordT }).call;
+      assert.equal(call.path, '/logged');
+      assert.equal(call.door, 'api');
+      assert.equal(call.outcome, 'success');
+      assert.ok(call.bytes_down > 0);
+      assert.doesNotMatch(lines[0] ?? '', new RegExp(`${SECRET_QUERY}|${PROXY_PASSWORD}`));
+      const page = (await logged.app.inject({ url: '/api/v1/requests' })).json() as { data: RequestsPageT };
+      assert.deepEqual([page.data.capacity, page.data.total], [0, 0], 'the log is off');
+      const hosts = (await logged.app.inject({ url: '/api/v1/hosts' })).json() as {
+        data: { items: { host: string }[] };
+      };
+      assert.deepEqual(
+        hosts.data.items.map((h) => h.host),
+        ['127.0.0.1'],
+        'per-host analytics stay on',
+      );
+    } finally {
+      await logged.close();
     }
   });
 });
