@@ -224,6 +224,28 @@ describe('the request log', () => {
     assert.equal(future.total, 0);
   });
 
+  test('hosts: the banning site with its bans apart from failures, the banned proxy cooling down for it', async () => {
+    const list = (await t.app.inject({ url: '/api/v1/hosts' })).json() as {
+      data: { items: { host: string; cooling_down: number; last_1h: { bans: number; requests: number } }[] };
+    };
+    const a = list.data.items.find((h) => h.host === '127.0.0.2');
+    assert.ok(a && a.last_1h.bans >= 1 && a.cooling_down >= 1, JSON.stringify(a));
+    const res = await t.app.inject({ url: '/api/v1/hosts/127.0.0.2' });
+    assert.equal(res.statusCode, 200, res.body);
+    type Figures = { bans: number; failures: number; success_rate: number | null };
+    const detail = (
+      res.json() as {
+        data: { proxies: { proxy_id: string; last_1h: Figures; cooling_until: number | null }[] };
+      }
+    ).data;
+    const banned = detail.proxies.find((p) => p.proxy_id === ids.banned);
+    assert.ok(banned && banned.last_1h.bans >= 1, JSON.stringify(detail));
+    assert.equal(banned.last_1h.failures, 0, 'a ban is not the proxy’s fault');
+    assert.equal(banned.last_1h.success_rate, null, 'only bans there: nothing of its own to judge');
+    assert.ok((banned.cooling_until ?? 0) > Date.now());
+    assert.equal((await t.app.inject({ url: '/api/v1/hosts/never.example' })).statusCode, 404);
+  });
+
   test('format=har is HAR 1.2 by its schema, without bodies, headers or query values', async () => {
     const res = await t.app.inject({ url: '/api/v1/requests?format=har&page_size=1000' });
     assert.equal(res.statusCode, 200);
