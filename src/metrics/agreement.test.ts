@@ -92,7 +92,10 @@ describe('stats, retry metrics and /metrics agree', () => {
         );
 
         for (const p of st.proxy_stats) {
-          assert.equal(p.successes + p.failures, p.requests);
+          // Failures are the proxy's own faults only.
+          const own = (outcome: string) =>
+            sumOf(s, 'rota_upstream_attempts_total', { proxy_id: p.proxy_id, outcome });
+          assert.equal(p.failures, own('proxy_error') + own('timeout'));
           const r = bp[p.proxy_id]!;
           assert.equal(r.total_attempts, p.requests);
           assert.equal(r.success_count, p.successes);

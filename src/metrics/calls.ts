@@ -68,6 +68,14 @@ export interface CallRecord {
   readonly rule?: string | undefined;
 }
 
+/**
+ * A failure of the proxy itself (it failed, or did not get through in time): what a proxy's failures
+ * count. A ban (kind `banned`) or the target's own failure is not one: bans are counted apart.
+ */
+export function ownFault(a: AttemptRecord): boolean {
+  return a.outcome === 'proxy_error' || a.outcome === 'timeout';
+}
+
 /** Attempts after the first: the definition of a retry (docs/decisions.md, "Monitoring"). */
 export function retriesOf(call: CallRecord): number {
   let n = 0;

@@ -1,4 +1,11 @@
-import { type AttemptRecord, type CallRecord, retriesOf, safeMs, successfulAttempt } from './calls.ts';
+import {
+  type AttemptRecord,
+  type CallRecord,
+  ownFault,
+  retriesOf,
+  safeMs,
+  successfulAttempt,
+} from './calls.ts';
 
 /** `summary` of GET /metrics/retry. */
 export interface RetrySummaryJson {
@@ -58,6 +65,8 @@ export const MAX_HOURS = 720;
 interface ProxyHour {
   attempts: number;
   successes: number;
+  /** The proxy's own faults (calls.ts ownFault): bans are counted apart. */
+  failures: number;
   latencySumMs: number;
   breakerOpens: number;
   bans: number;
@@ -119,6 +128,7 @@ export class RetryMetrics {
     if (!p) return;
     p.attempts++;
     if (a.outcome === 'success') p.successes++;
+    else if (ownFault(a)) p.failures++;
     p.latencySumMs += safeMs(a.latencyMs);
   }
 
@@ -179,9 +189,17 @@ export class RetryMetrics {
     const sums = new Map<string, ProxyHour>();
     for (const b of this.#window(hours)) {
       for (const [id, p] of b.proxies) {
-        const s = sums.get(id) ?? { attempts: 0, successes: 0, latencySumMs: 0, breakerOpens: 0, bans: 0 };
+        const s = sums.get(id) ?? {
+          attempts: 0,
+          successes: 0,
+          failures: 0,
+          latencySumMs: 0,
+          breakerOpens: 0,
+          bans: 0,
+        };
         s.attempts += p.attempts;
         s.successes += p.successes;
+        s.failures += p.failures;
         s.latencySumMs += p.latencySumMs;
         s.breakerOpens += p.breakerOpens;
         s.bans += p.bans;
@@ -194,7 +212,7 @@ export class RetryMetrics {
         proxy_id,
         total_attempts: s.attempts,
         success_count: s.successes,
-        failure_count: s.attempts - s.successes,
+        failure_count: s.failures,
         avg_latency: s.attempts === 0 ? 0 : s.latencySumMs / s.attempts / 1000,
         circuit_breaker_opens: s.breakerOpens,
         bans: s.bans,
@@ -254,7 +272,7 @@ export class RetryMetrics {
     let p = b.proxies.get(proxyId);
     if (p) return p;
     if (this.#proxyExists && !this.#proxyExists(proxyId)) return undefined;
-    p = { attempts: 0, successes: 0, latencySumMs: 0, breakerOpens: 0, bans: 0 };
+    p = { attempts: 0, successes: 0, failures: 0, latencySumMs: 0, breakerOpens: 0, bans: 0 };
     b.proxies.set(proxyId, p);
     return p;
   }

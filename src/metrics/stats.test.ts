@@ -53,7 +53,7 @@ describe('StatsAggregator', () => {
     assert.equal(s.avg_latency_ms, 250);
   });
 
-  it('keeps per-proxy attempt counts where successes + failures = requests', () => {
+  it("keeps per-proxy attempt counts: failures are the proxy's own faults, bans apart, the target's failures neither", () => {
     const agg = new StatsAggregator({ now: clock().now });
     agg.recordCall({
       ok: true,
@@ -65,19 +65,29 @@ describe('StatsAggregator', () => {
       ],
     });
     agg.recordCall(okCall(50, B));
+    agg.recordCall({
+      ok: true,
+      latencyMs: 20,
+      attempts: [
+        { proxyId: A, attempt: 1, outcome: 'target_error', latencyMs: 20, kind: 'banned', status: 403 },
+      ],
+    });
     const byId = new Map(agg.snapshot().proxy_stats.map((p) => [p.proxy_id, p]));
     assert.deepEqual(byId.get(A), {
       proxy_id: A,
-      requests: 2,
+      requests: 3,
       successes: 1,
       failures: 1,
-      avg_latency_ms: 200,
+      bans: 1,
+      avg_latency_ms: 140,
     });
+    // The target's own failure is not the proxy's.
     assert.deepEqual(byId.get(B), {
       proxy_id: B,
       requests: 2,
       successes: 1,
-      failures: 1,
+      failures: 0,
+      bans: 0,
       avg_latency_ms: 125,
     });
   });

@@ -1,11 +1,15 @@
-import { type AttemptRecord, type CallRecord, safeMs } from './calls.ts';
+import { type AttemptRecord, type CallRecord, ownFault, safeMs } from './calls.ts';
 
 /** GET stats, a `proxy_stats` entry. */
 export interface ProxyStatsJson {
   proxy_id: string;
   requests: number;
+  /** Attempts whose answer the caller got. */
   successes: number;
+  /** The proxy's own faults (calls.ts ownFault); bans and the target's failures are not among them. */
   failures: number;
+  /** Answers that were bans, counted apart. */
+  bans: number;
   avg_latency_ms: number;
 }
 
@@ -31,6 +35,8 @@ export interface StatsOptions {
 interface ProxyTally {
   requests: number;
   successes: number;
+  failures: number;
+  bans: number;
   latencySumMs: number;
 }
 
@@ -69,11 +75,14 @@ export class StatsAggregator {
     let t = this.#proxies.get(a.proxyId);
     if (!t) {
       if (this.#proxyExists && !this.#proxyExists(a.proxyId)) return;
-      t = { requests: 0, successes: 0, latencySumMs: 0 };
+      t = { requests: 0, successes: 0, failures: 0, bans: 0, latencySumMs: 0 };
       this.#proxies.set(a.proxyId, t);
     }
     t.requests++;
+    // A failure is the proxy's own fault; a ban is counted apart; the target's failure is neither.
     if (a.outcome === 'success') t.successes++;
+    else if (ownFault(a)) t.failures++;
+    else if (a.kind === 'banned') t.bans++;
     t.latencySumMs += safeMs(a.latencyMs);
   }
 
@@ -109,7 +118,8 @@ export class StatsAggregator {
         proxy_id,
         requests: t.requests,
         successes: t.successes,
-        failures: t.requests - t.successes,
+        failures: t.failures,
+        bans: t.bans,
         avg_latency_ms: t.requests === 0 ? 0 : t.latencySumMs / t.requests,
       });
     }

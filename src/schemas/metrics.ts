@@ -59,7 +59,9 @@ export const RetryProxySchema = Type.Object({
   proxy_id: Type.String(),
   total_attempts: Type.Integer(),
   success_count: Type.Integer(),
-  failure_count: Type.Integer(),
+  failure_count: Type.Integer({
+    description: "The proxy's own faults; bans and the target's failures are not",
+  }),
   avg_latency: Type.Number({ description: 'seconds' }),
   circuit_breaker_opens: Type.Integer(),
   bans: Type.Integer({ description: 'Bans of this proxy by target sites' }),
@@ -81,7 +83,10 @@ export const StatsSchema = Type.Object({
       proxy_id: Type.String(),
       requests: Type.Integer(),
       successes: Type.Integer(),
-      failures: Type.Integer(),
+      failures: Type.Integer({
+        description: "The proxy's own faults; bans and the target's failures are not",
+      }),
+      bans: Type.Integer({ description: 'Answers that were bans, counted apart from failures' }),
       avg_latency_ms: Type.Number(),
     }),
   ),

@@ -108,6 +108,8 @@ export class RedisState implements SharedState {
         requests: c.total,
         successes: c.success,
         failures: c.failed,
+        // A ban adds to the total only (pool/health.ts recordBanned).
+        bans: c.total - c.success - c.failed,
         avg_latency_ms: done === 0 ? 0 : c.latencySumMs / done,
       });
     }
