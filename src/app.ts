@@ -23,6 +23,7 @@ import { inspectionRoutes } from './http/routes/inspection.ts';
 import { mcpRoutes } from './http/routes/mcp.ts';
 import { apiMetricsRoutes, rootMetricsRoutes } from './http/routes/metrics.ts';
 import { monitoringRoutes } from './http/routes/monitoring.ts';
+import { policyRoutes } from './http/routes/policies.ts';
 import { proxyRoutes } from './http/routes/proxies.ts';
 import { requestRoutes } from './http/routes/request.ts';
 import { requestLogRoutes } from './http/routes/requests.ts';
@@ -139,6 +140,7 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
       await api.register(configRoutes(services, services.retry));
       await api.register(breakerRoutes(services));
       await api.register(banRoutes(services));
+      await api.register(policyRoutes(services));
       await api.register(
         inspectionRoutes(services, {
           settings: services.inspectionSettings,

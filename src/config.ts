@@ -105,6 +105,23 @@ export interface Config {
   readonly inspectHosts: readonly string[];
   /** The MCP server at /mcp on the API port (ROTA_MCP); `rota mcp` serves stdio whatever it says. */
   readonly mcp: boolean;
+  /** Session terms where no policy rule sets them (rotation/sessions.ts). */
+  readonly sessions: SessionDefaults;
+  /** The HTTP listener answers 407 to a request without Proxy-Authorization even with auth off. */
+  readonly proxyChallenge: boolean;
+}
+
+export interface SessionDefaults {
+  /** Seconds without a use after which a session is forgotten. */
+  readonly idleTtlS: number;
+  /** Seconds after which a session is pinned anew however busy; 0: never. */
+  readonly maxTtlS: number;
+  /** Requests after which a session is pinned anew (rotate every N); 0: never. */
+  readonly maxRequests: number;
+  /** `all`: one pin for every target; `host`: one pin per target host. */
+  readonly scope: 'all' | 'host';
+  /** `rotate`: a ban moves the session to another proxy; `keep`: the pin stays, the ban is the answer. */
+  readonly onBan: 'rotate' | 'keep';
 }
 
 /** Thrown with every problem found, one line each, so that an operator fixes them all in one go. */
@@ -122,6 +139,14 @@ function parseStrategy(r: Reader): StrategyName {
   if ((STRATEGIES as readonly string[]).includes(v)) return v as StrategyName;
   r.problems.push(`ROTA_STRATEGY: expected one of ${STRATEGIES.join(', ')}, got ${JSON.stringify(v)}`);
   return 'round-robin';
+}
+
+/** One of `values` (the first is the default). */
+function oneOf<T extends string>(r: Reader, name: string, values: readonly [T, ...T[]]): T {
+  const v = r.str(name, values[0]);
+  if ((values as readonly string[]).includes(v)) return v as T;
+  r.problems.push(`${name}: expected one of ${values.join(', ')}, got ${JSON.stringify(v.slice(0, 50))}`);
+  return values[0];
 }
 
 function crossChecks(r: Reader, c: Config): void {
@@ -228,6 +253,14 @@ export function loadConfig(env: Env = process.env): Config {
     inspectNewHostsPerMinute: r.int('ROTA_INSPECT_NEW_HOSTS_PER_MINUTE', 600, 1, 10_000_000),
     inspectHosts: readPatternList(r, 'ROTA_INSPECT_HOSTS'),
     mcp: r.bool('ROTA_MCP', true),
+    sessions: {
+      idleTtlS: r.int('ROTA_SESSION_IDLE_TTL_S', 600, 1, 86_400),
+      maxTtlS: r.int('ROTA_SESSION_MAX_TTL_S', 0, 0, 86_400),
+      maxRequests: r.int('ROTA_SESSION_MAX_REQUESTS', 0, 0, 10_000_000),
+      scope: oneOf(r, 'ROTA_SESSION_SCOPE', ['all', 'host'] as const),
+      onBan: oneOf(r, 'ROTA_SESSION_ON_BAN', ['rotate', 'keep'] as const),
+    },
+    proxyChallenge: r.bool('ROTA_PROXY_CHALLENGE', false),
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     r.problems.push(

@@ -5,6 +5,7 @@ import type { HealthChecker } from './health/checker.ts';
 import type { InspectionSettings } from './inspect/settings.ts';
 import type { PromMetrics } from './metrics/prometheus.ts';
 import type { StatsAggregator } from './metrics/stats.ts';
+import type { ProviderSessions } from './outbound/gateways.ts';
 import type { RetryPolicyHolder } from './outbound/retry-policy.ts';
 import type { Selector } from './outbound/selector.ts';
 import type { PolicyHolder } from './policies/holder.ts';
@@ -22,6 +23,7 @@ export interface Startable {
   readonly banPolicy: BanPolicyHolder;
   readonly inspectionSettings: InspectionSettings;
   readonly policies: PolicyHolder;
+  readonly providerSessions: ProviderSessions;
   readonly pool: Pool;
   readonly shared: SharedState;
   readonly selector: Selector;
@@ -54,6 +56,7 @@ export async function startServices(s: Startable): Promise<void> {
     pool,
     breakers: s.breakers,
     sessions: selector.sessionTable,
+    providerSessions: s.providerSessions,
     cooldowns: s.cooldowns,
     registry: prom.registry,
     ownTotals: () => stats.totals(),

@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 import type { Logger } from 'pino';
 import { AuditLog } from './audit/audit.ts';
-import { CooldownTable } from './bans/cooldowns.ts';
+import { CooldownTable, keyParts } from './bans/cooldowns.ts';
 import { BanJudge } from './bans/judge.ts';
 import { BanPolicyHolder } from './bans/policy.ts';
 import { DEFAULT_REFUSAL_TERMS, TargetRefusals } from './bans/refusals.ts';
@@ -22,9 +22,13 @@ import type { CallSeries } from './metrics/series.ts'; // dashboard
 import type { StatsAggregator } from './metrics/stats.ts';
 import { type Connections, createConnections } from './net/connections.ts';
 import { Executor } from './outbound/executor.ts';
+import { ProviderSessions } from './outbound/gateways.ts';
 import { CallPrelude } from './outbound/prelude.ts';
 import { RetryPolicyHolder } from './outbound/retry-policy.ts';
 import { Selector } from './outbound/selector.ts';
+import type { PolicyHolder } from './policies/holder.ts';
+import { createPolicies, ruleInspects } from './policies/index.ts';
+import { PolicyMetrics } from './policies/metrics.ts';
 import { Pool, type ProxyEntry } from './pool/pool.ts';
 import type { ProxyStatus } from './pool/types.ts';
 import type { HostAnalytics } from './requestlog/hosts/hosts.ts';
@@ -63,6 +67,12 @@ export interface Services {
   readonly settings: RuntimeSettings;
   readonly retry: RetryPolicyHolder;
   readonly banPolicy: BanPolicyHolder;
+  /** Per-site policy rules (policies/). */
+  readonly policies: PolicyHolder;
+  /** Gateways' provider sessions (outbound/gateways.ts). */
+  readonly providerSessions: ProviderSessions;
+  /** Ban detection, and bans clients report (POST bans). */
+  readonly bans: BanJudge;
   /** Ban cool-downs of (proxy, host) pairs. */
   readonly cooldowns: CooldownTable;
   /** Cool-downs of (proxy, host:port) pairs after the proxy refused that target. */
@@ -161,7 +171,10 @@ export async function createServices(
   });
   const cooldowns = new CooldownTable({ now: clock.now });
   const banPolicy = new BanPolicyHolder(store, config);
-  const inspectionSettings = new InspectionSettings(store, config);
+  const policies = createPolicies(config.sessions, store);
+  const inspectionSettings = new InspectionSettings(store, config, (host) =>
+    ruleInspects(policies.holder, host),
+  );
   // A proxy's refusals of one target cool the pair down; many of them call for a health check (the
   // operator's URL) before the proxy itself is judged. `health` is made below; asked only during calls.
   const refusals = new TargetRefusals(new CooldownTable({ now: clock.now }), {
@@ -177,6 +190,7 @@ export async function createServices(
     cooldowns,
     refusals: refusals.table,
     maxInFlight: config.proxyMaxInFlight,
+    sessionDefaults: policies.sessions.terms,
   });
   const { stats, retryMetrics, prom, series, requestLog, hosts, onCall, onCallEnd, onLateAttempt } =
     buildMetrics({
@@ -189,17 +203,20 @@ export async function createServices(
       processMetrics: o.processMetrics ?? true,
     });
   const shared = await createSharedState(config.redisUrl, logger);
+  const policyMetrics = new PolicyMetrics(prom.registry);
   const bans = new BanJudge(
     banPolicy,
     cooldowns,
     (e) => {
+      if (e.rule !== undefined) policyMetrics.ban(e.rule);
       prom.recordBan(e.status);
-      retryMetrics.recordBan(e.proxyId);
+      retryMetrics.recordBan(keyParts(e.proxyId).entryId);
       shared.banned(e.proxyId, e.host, e.until, e.count);
     },
     // A ban of one proxy bans every proxy last seen exiting from its address (exit/).
     (id) => exitSharers(pool, id),
   );
+  const providerSessions = new ProviderSessions();
   const executor = new Executor({
     selector,
     breakers,
@@ -215,8 +232,20 @@ export async function createServices(
     hedgeDelayMs: config.hedgeDelayS * 1000,
     bans,
     refusals,
+    providerSessions,
   });
-  const prelude = new CallPrelude({ ssrf, settings, selector });
+  const prelude = new CallPrelude({
+    ssrf,
+    settings,
+    selector,
+    policies: () => policies.holder.book(),
+    pacer: policies.pacer,
+    sessions: policies.sessions,
+    monotonic: clock.monotonic,
+    onRule: (rule, event) =>
+      event === 'request' ? policyMetrics.request(rule) : policyMetrics.rateLimited(rule),
+  });
+  policies.holder.onChange(() => policyMetrics.keep(new Set(policies.holder.get().rules.map((r) => r.name))));
   const health = new HealthChecker({
     pool,
     breakers,
@@ -282,6 +311,9 @@ export async function createServices(
     settings,
     retry,
     banPolicy,
+    policies: policies.holder,
+    providerSessions,
+    bans,
     cooldowns,
     refusals,
     breakers,

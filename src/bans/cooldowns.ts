@@ -6,7 +6,22 @@
  * longer (up to max_cooldown_s too). A repeat is a ban of the same pair within max_cooldown_s of its
  * last cool-down's end; later, the count starts again at 1, so an entry is kept that long after its end.
  * The table is bounded: past `max` entries the one banned longest ago is dropped.
+ *
+ * A provider gateway's bans are per exit, keyed `<gateway id>#<provider session>` (outbound/gateways.ts):
+ * the gateway itself is never cooled by them; listings show the gateway's id and a digest of the exit.
  */
+import { createHash } from 'node:crypto';
+
+/** The pool entry of a cool-down key, and the digest of a gateway exit's provider session (else null). */
+export function keyParts(key: string): { entryId: string; exit: string | null } {
+  const i = key.indexOf('#');
+  if (i === -1) return { entryId: key, exit: null };
+  const exit = createHash('sha256')
+    .update(key.slice(i + 1))
+    .digest('hex')
+    .slice(0, 12);
+  return { entryId: key.slice(0, i), exit };
+}
 
 export interface Cooldown {
   readonly proxyId: string;
@@ -16,6 +31,8 @@ export interface Cooldown {
   /** Epoch ms: when the ban behind `until` was recorded (this instance's clock, or the notice's arrival). */
   since: number;
   count: number;
+  /** In a listing (active()): a gateway exit's digest, the key's proxy id being the gateway's. */
+  readonly exit?: string;
 }
 
 export interface BanTerms {
@@ -97,7 +114,7 @@ export class CooldownTable {
     const now = this.#now();
     const from = host === undefined ? this.#order : (this.#byHost.get(host)?.values() ?? []);
     const out: Cooldown[] = [];
-    for (const c of from) if (c.until > now) out.push(c);
+    for (const c of from) if (c.until > now) out.push(c.proxyId.includes('#') ? listed(c) : c);
     return out;
   }
 
@@ -125,12 +142,15 @@ export class CooldownTable {
     return gone;
   }
 
+  /** Forgets the pairs of `proxyId`, and of its exits when it is a gateway. */
   removeProxy(proxyId: string): void {
+    const exits = `${proxyId}#`;
     for (const [host, perHost] of this.#byHost) {
-      const c = perHost.get(proxyId);
-      if (c === undefined) continue;
-      perHost.delete(proxyId);
-      this.#order.delete(c);
+      for (const [key, c] of perHost) {
+        if (key !== proxyId && !key.startsWith(exits)) continue;
+        perHost.delete(key);
+        this.#order.delete(c);
+      }
       if (perHost.size === 0) this.#byHost.delete(host);
     }
   }
@@ -145,4 +165,10 @@ export class CooldownTable {
       if (perHost?.size === 0) this.#byHost.delete(oldest.host);
     }
   }
+}
+
+/** A gateway exit's cool-down as listed: the gateway's id, the exit's digest (never its session). */
+function listed(c: Cooldown): Cooldown {
+  const { entryId, exit } = keyParts(c.proxyId);
+  return { ...c, proxyId: entryId, ...(exit === null ? {} : { exit }) };
 }

@@ -6,7 +6,8 @@
  *                                                          │ selection, failover, deadline
  *                                                          ▼
  *                                   upstream proxy (its own credentials) ──▶ site
- *   client ◀── status, end-to-end headers + X-Rota-Proxy-Id, body streamed with backpressure
+ *   client ◀── status, end-to-end headers + X-Rota-Proxy-Id, X-Rota-Attempts, X-Rota-Session and
+ *              X-Rota-Policy (when the call had them), body streamed with backpressure
  *
  * The deadline (ROTA_TIMEOUT) covers the answer's head; the body then flows with no cap, cut only when
  * idle for ROTA_TUNNEL_IDLE_TIMEOUT_S. A client that leaves aborts the upstream request at once.
@@ -97,6 +98,9 @@ export async function forwardRequest(
   d.metrics.answered(listener, null);
   const headers = endToEnd(answer.headers, RESPONSE_HOP);
   headers['x-rota-proxy-id'] = out.proxyId;
+  headers['x-rota-attempts'] = String(out.attempts);
+  if (out.session !== undefined) headers['x-rota-session'] = out.session;
+  if (out.policy !== undefined) headers['x-rota-policy'] = out.policy;
   res.writeHead(answer.statusCode, headers);
   answer.body.pipeTo(
     res,

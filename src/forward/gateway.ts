@@ -21,10 +21,17 @@ import type { ProxyParams } from './params.ts';
  *            ◀── an open tunnel / an answer's head, and the proxy that made it; or a Refusal
  */
 
-/** `callId`: the call's, for ended() once its answer body or tunnel is over. */
-export type Outcome<T> =
-  | { ok: true; value: T; proxyId: string; callId?: number | undefined }
-  | { ok: false; refusal: Refusal };
+/** What a door tells its client of a call (X-Rota-Proxy-Id, X-Rota-Attempts, X-Rota-Session, X-Rota-Policy). */
+export interface Told {
+  readonly proxyId: string;
+  readonly attempts: number;
+  readonly session: string | undefined;
+  readonly policy: string | undefined;
+  /** The call's, for ForwardGateway.ended() once its answer body or tunnel is over. */
+  readonly callId?: number | undefined;
+}
+
+export type Outcome<T> = ({ ok: true; value: T } & Told) | { ok: false; refusal: Refusal };
 
 export interface GatewayDeps {
   readonly executor: Executor;
@@ -33,7 +40,9 @@ export interface GatewayDeps {
 }
 
 function succeeded<R>(r: CallResult<R>): Outcome<R> {
-  return { ok: true, value: r.response, proxyId: r.proxy.record.id, callId: r.callId };
+  const { attempts, session, rule: policy } = r;
+  const callId = r.callId;
+  return { ok: true, value: r.response, proxyId: r.proxy.record.id, attempts, session, policy, callId };
 }
 
 function failed(err: unknown): Outcome<never> {

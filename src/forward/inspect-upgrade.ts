@@ -104,7 +104,7 @@ async function open(
   gone.release();
   if (!out.ok) return out;
   try {
-    return { ok: true, value: await d.gateway.targetTls(out.value, target), proxyId: out.proxyId, callId: out.callId };
+    return { ...out, value: await d.gateway.targetTls(out.value, target) };
   } catch (err) {
     out.value.destroy();
     d.gateway.ended(out, 0, 0);

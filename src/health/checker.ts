@@ -1,4 +1,5 @@
 import type { BreakerRegistry } from '../breaker/registry.ts';
+import { isGateway, render } from '../outbound/gateways.ts';
 import type { Selector } from '../outbound/selector.ts';
 import { recordAttempt } from '../pool/health.ts';
 import type { Pool, ProxyEntry } from '../pool/pool.ts';
@@ -124,8 +125,10 @@ export class HealthChecker {
 
   /** One GET of the health-check URL through the proxy: null when it worked, else why not. */
   private async attempt(record: ProxyRecord, t0: number): Promise<UpstreamError | null> {
+    // A gateway is checked through a fresh provider session of its own country (outbound/gateways.ts).
+    const dial = isGateway(record) ? render(null, record, undefined, record.country).record : record;
     try {
-      await send(this.d.dispatchers.get(record), {
+      await send(this.d.dispatchers.get(dial), {
         url: new URL(this.d.url),
         method: 'GET',
         headers: { 'user-agent': 'rota-health-check' },

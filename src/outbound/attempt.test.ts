@@ -49,6 +49,8 @@ async function attempt(err: unknown) {
     },
     {
       entry,
+      record: entry.record,
+      banKey: entry.record.id,
       permit: { trial: false, release: (r) => released.push(r) },
       n: 1,
       work: failingWork(err),

@@ -5,6 +5,7 @@ import type { CallerSignal } from '../lib/abort.ts';
 import type { AttemptRecord } from '../metrics/calls.ts';
 import { recordAttempt, recordBanned } from '../pool/health.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
+import type { ProxyRecord } from '../pool/types.ts';
 import { UpstreamError } from '../upstream/types.ts';
 import type { Selector } from './selector.ts';
 import type { Work } from './work.ts';
@@ -39,6 +40,10 @@ export interface AttemptDeps {
 
 export interface AttemptInput<R> {
   readonly entry: ProxyEntry;
+  /** What to dial with (a gateway's: this attempt's rendered credentials, outbound/gateways.ts). */
+  readonly record: ProxyRecord;
+  /** The proxy a ban of this attempt cools down: the entry's id, or a gateway's `id#provider session`. */
+  readonly banKey: string;
   readonly permit: Permit;
   /** 1-based attempt number within the call. */
   readonly n: number;
@@ -93,9 +98,7 @@ export function runAttempt<R>(d: AttemptDeps, a: AttemptInput<R>): Promise<Settl
 function answered<R>(d: AttemptDeps, a: AttemptInput<R>, response: R): AttemptResult<R> {
   const answer = a.work.answer(response);
   const banned =
-    answer !== null &&
-    a.host !== undefined &&
-    d.bans?.judge(a.entry.record.id, a.host, answer, a.rule) === true;
+    answer !== null && a.host !== undefined && d.bans?.judge(a.banKey, a.host, answer, a.rule) === true;
   const retryable = answer !== null && a.retryStatusCodes.includes(answer.status);
   return { type: 'response', response, retryable, banned, status: answer?.status };
 }

@@ -1,11 +1,15 @@
 import type { TargetAnswer } from '../bans/detect.ts';
+import type { BanRule } from '../bans/judge.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { CallerSignal } from '../lib/abort.ts';
 import type { AttemptRecord, CallRecord, Door } from '../metrics/calls.ts';
+import type { Rule } from '../policies/rulebook.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
+import type { SessionTerms } from '../rotation/sessions.ts';
 import type { UpstreamError } from '../upstream/types.ts';
 import type { Settled } from './attempt.ts';
 import type { FailedAttempt } from './call-error.ts';
+import type { ProviderSessions } from './gateways.ts';
 import type { InFlight, Run } from './in-flight.ts';
 import type { RetryPolicy, RetryPolicyHolder } from './retry-policy.ts';
 import type { Selector } from './selector.ts';
@@ -17,7 +21,12 @@ export interface CallInput<R> {
   /** What each attempt does through its proxy (work.ts). */
   work: Work<R>;
   timeoutS: number;
+  /** The session table's key (the client's id, with the host for a `scope: host` session). */
   sessionId?: string | undefined;
+  /** The call's session as the prelude resolved it (policies and ROTA_SESSION_*), when it has one. */
+  session?: CallSession | undefined;
+  /** The policy rule that applies to the call (policies/); none: the global settings alone. */
+  rule?: Rule | undefined;
   /** geo-targeted's preference. */
   country?: string | undefined;
   /** A hard filter: only proxies of this country (the listeners). */
@@ -33,12 +42,26 @@ export interface CallInput<R> {
   path?: string | undefined;
 }
 
+export interface CallSession {
+  /** The id the client gave. */
+  readonly id: string;
+  /** The target host of a `scope: host` session; null: one pin for every host. */
+  readonly host: string | null;
+  readonly terms: SessionTerms;
+  /** `on_ban: keep`: a ban keeps the pin and its answer is the call's. */
+  readonly keepOnBan: boolean;
+}
+
 export interface CallResult<R> {
   response: R;
   proxy: ProxyEntry;
   attempts: number;
   /** The call's CallRecord.id, for Executor.ended(). */
   callId?: number | undefined;
+  /** The policy rule that applied (X-Rota-Policy), if any. */
+  rule?: string | undefined;
+  /** The session the client named (X-Rota-Session), if any. */
+  session?: string | undefined;
 }
 
 export interface ExecutorDeps {
@@ -60,7 +83,9 @@ export interface ExecutorDeps {
   /** Where a failure of that late bookkeeping is reported: it must never become an unhandled rejection. */
   onError: (err: unknown) => void;
   /** Ban detection (bans/judge.ts); none: answers are never judged. */
-  bans?: { judge(proxyId: string, host: string, answer: TargetAnswer): boolean } | undefined;
+  bans?: { judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule): boolean } | undefined;
+  /** Provider sessions of gateways (gateways.ts): a ban moves a session's to the next. */
+  providerSessions: ProviderSessions;
   /** Refusals of one target by one proxy (bans/refusals.ts); none: they cool nothing down. */
   refusals?: { refused(proxyId: string, host: string, port: number): void } | undefined;
 }

@@ -7,6 +7,7 @@ import { passesFilter, type Rule } from '../policies/rulebook.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import type { SessionTerms } from '../rotation/sessions.ts';
 import type { SelectionRequest } from '../rotation/types.ts';
+import { servesAnyCountry } from './gateways.ts';
 
 /**
  * The one predicate of who may serve a call now. Every rule lives here and nowhere else: the session
@@ -63,7 +64,7 @@ export function eligibility(d: EligibilityDeps, req: Selection, ignore?: Ignored
   return (e) => {
     const id = e.record.id;
     if (exclude?.has(id)) return false;
-    if (onlyCountry !== undefined && e.country !== onlyCountry) return false;
+    if (onlyCountry !== undefined && e.country !== onlyCountry && !servesAnyCountry(e.record)) return false;
     if (cap > 0 && e.inFlight >= cap) return false;
     if (cool !== undefined && coolUntil(cool, id) > now) return false;
     if (filter !== null && !passesFilter(filter, e.record.tags, e.country)) return false;

@@ -12,7 +12,15 @@ import {
   type ExecutorDeps,
   replayable,
 } from './call.ts';
-import { callError, describeAttempt, poolEmptyError, unsafeToRetryError } from './call-error.ts';
+import {
+  callError,
+  describeAttempt,
+  hostRateLimited,
+  poolEmptyError,
+  unsafeToRetryError,
+} from './call-error.ts';
+import type { Selection } from './eligibility.ts';
+import { isGateway, render } from './gateways.ts';
 import { attemptDeadline, hedgeTime } from './hedge.ts';
 import { InFlight, type Run } from './in-flight.ts';
 
@@ -48,7 +56,9 @@ export class Executor {
   /** then() rather than an async function: one frame less on every call (attempt.ts says what it gave). */
   execute<R>(input: CallInput<R>): Promise<CallResult<R>> {
     const started = this.d.monotonic();
-    const policy = this.d.retry.get();
+    const global = this.d.retry.get();
+    // A policy rule's retry fields over the global policy (policies/).
+    const policy = input.rule?.retry === undefined ? global : { ...global, ...input.rule.retry };
     const budgetMs = Math.min(input.timeoutS, policy.timeout ?? Number.POSITIVE_INFINITY) * 1000;
     const c: Call<R> = {
       input,
@@ -148,15 +158,28 @@ export class Executor {
     if (!entry) {
       // Every proxy that could serve is at ROTA_PROXY_MAX_IN_FLIGHT: wait for a slot, not overload one.
       if (inflight.size === 0 && this.d.selector.cappedOnly(sel)) return this.waitForSlot(c, s);
-      if (s.tried.size === 0) throw this.poolEmpty(c.input.onlyCountry);
+      // A rule's min_interval_ms holds every proxy back from this host for now: wait for the first.
+      const paceMs = inflight.size === 0 && sel.rule !== undefined ? this.d.selector.paceWaitMs(sel) : null;
+      if (paceMs !== null) return this.waitForPace(c, s, paceMs);
+      if (s.tried.size === 0) throw this.poolEmpty(c.input.onlyCountry, c.input.rule?.name);
       return 'none';
     }
     s.tried.add(entry.record.id);
     const permit = this.d.breakers.admit(entry.record.id);
     if (!permit) return 'again';
     s.made++;
+    this.d.selector.started(entry, sel);
     this.launch(c, entry, permit, attempts.length + inflight.size + 1);
     return 'started';
+  }
+
+  private async waitForPace<R>(c: Call<R>, s: CallState<R>, ms: number): Promise<Step> {
+    const left = c.deadline - this.d.monotonic();
+    if (ms >= left) {
+      if (s.answer) return 'none';
+      throw hostRateLimited(c.input.rule?.name ?? '', ms, 'min_interval_ms');
+    }
+    return (await delay(ms, c.input.signal)) ? 'again' : 'none';
   }
 
   private async waitForSlot<R>(c: Call<R>, s: CallState<R>): Promise<Step> {
@@ -166,12 +189,28 @@ export class Executor {
     throw callError(s.lastError, s.failed, true);
   }
 
-  private selection<R>(c: Call<R>, s: CallState<R>) {
-    const { sessionId, country, onlyCountry, host, port } = c.input;
+  private selection<R>(c: Call<R>, s: CallState<R>): Selection {
+    const { sessionId, country, onlyCountry, host, port, rule, session } = c.input;
     // The first pick of a call may fall back to the pair whose cool-down ends first; a retry may not
     // (with no proxy free of a cool-down left, the caller gets the site's answer).
     const coolingFallback = s.tried.size === 0;
-    return { exclude: s.tried, sessionId, country, onlyCountry, host, port, coolingFallback };
+    if (rule === undefined && session === undefined) {
+      return { exclude: s.tried, sessionId, country, onlyCountry, host, port, coolingFallback };
+    }
+    const terms = session?.terms;
+    const keepOnBan = session?.keepOnBan;
+    return {
+      exclude: s.tried,
+      sessionId,
+      country,
+      onlyCountry,
+      host,
+      port,
+      coolingFallback,
+      rule,
+      terms,
+      keepOnBan,
+    };
   }
 
   /** Starts attempt `n` through `entry`, cancellable on its own when it may run beside another. */
@@ -188,14 +227,26 @@ export class Executor {
       delayMs: this.d.hedgeDelayMs,
     };
     const hedgeAt = hedgeTime(hedge, entry, n, slice, now);
+    // A gateway dials with this attempt's rendered credentials and is banned per provider session.
+    const dial = isGateway(entry.record)
+      ? render(
+          this.d.providerSessions,
+          entry.record,
+          input.sessionId,
+          input.onlyCountry ?? input.country ?? entry.country,
+        )
+      : null;
     const attempt = (signal: CallerSignal | undefined, onResponseStart: (() => void) | undefined) =>
       runAttempt(this.d, {
         entry,
+        record: dial === null ? entry.record : dial.record,
+        banKey: dial === null ? entry.record.id : dial.banKey,
         permit,
         n,
         work: input.work,
         host: input.host,
         port: input.port,
+        rule: input.rule,
         deadline: slice,
         retryStatusCodes: policy.retry_status_codes,
         attempts: c.attempts,
@@ -240,9 +291,22 @@ export class Executor {
     if (result.type === 'response') {
       // A retryable answer kept so far is superseded by this one: free it.
       if (s.answer) c.input.work.discard(s.answer.result.response);
-      s.answer = { result: { response: result.response, proxy: entry, attempts: s.made }, at: recordAt };
-      // Banned: another proxy, at once (the site refused an address, it is not overloaded).
-      if (result.banned) return c.replayable ? 'next' : 'stop';
+      const { rule, session } = c.input;
+      s.answer = {
+        result: {
+          response: result.response,
+          proxy: entry,
+          attempts: s.made,
+          rule: rule?.name,
+          session: session?.id,
+          // Set once the call is reported (execute): here already, so that the object keeps one shape.
+          callId: undefined,
+        },
+        at: recordAt,
+      };
+      // Banned: another proxy, at once (the site refused an address, it is not overloaded); unless the
+      // session keeps its address through a ban (`on_ban: keep`): then the ban is the caller's answer.
+      if (result.banned) return this.afterBan(c, s, entry);
       if (!result.retryable) return 'done';
       s.pause = true;
       return c.replayable ? 'next' : 'stop';
@@ -269,6 +333,19 @@ export class Executor {
   }
 
   /**
+   * After a ban: another exit, or the ban as the answer (`on_ban: keep`, or a request that cannot be sent
+   * again). A gateway's next exit is its next provider session, so it may be picked again.
+   */
+  private afterBan<R>(c: Call<R>, s: CallState<R>, entry: ProxyEntry): 'next' | 'stop' {
+    if (!c.replayable || c.input.session?.keepOnBan === true) return 'stop';
+    if (isGateway(entry.record)) {
+      this.d.providerSessions.bump(c.input.sessionId, entry.record.id);
+      s.tried.delete(entry.record.id);
+    }
+    return 'next';
+  }
+
+  /**
    * The wait before asking the target again. Only when another attempt can follow (never after the
    * last proxy), and before the pick, so that what is picked is still in the pool once it is over.
    * False when no further attempt is worth making: no proxy left, no time left, or the caller gone.
@@ -284,7 +361,14 @@ export class Executor {
   }
 
   /** 503 PROXY_POOL_EMPTY; with a country filter, about that country's proxies only. */
-  private poolEmpty(country: string | undefined): RotaError {
+  private poolEmpty(country: string | undefined, rule: string | undefined): RotaError {
+    if (rule !== undefined && country === undefined && this.d.selector.anyAdmissible()) {
+      return poolEmptyError(
+        null,
+        this.d.now(),
+        `No proxy the policy rule ${rule} allows can serve the request now`,
+      );
+    }
     if (country === undefined) return poolEmptyError(this.d.breakers.earliestHalfOpenAt(), this.d.now());
     const ids = this.d.selector.idsOfCountry(country);
     if (ids.length === 0) return poolEmptyError(null, this.d.now(), `No proxy of country ${country}`);

@@ -1,10 +1,15 @@
 import { banHost, portOf } from '../bans/judge.ts';
 import type { RuntimeSettings } from '../control/settings.ts';
 import { RotaError } from '../errors/rota-error.ts';
-import type { CallerSignal } from '../lib/abort.ts';
+import { type CallerSignal, delay } from '../lib/abort.ts';
 import type { Door } from '../metrics/calls.ts';
+import type { SessionDefaultsMs } from '../policies/index.ts';
+import type { HostPacer } from '../policies/pace.ts';
+import type { MatchQuery, Rule, RuleBook } from '../policies/rulebook.ts';
+import { hostKey, type SessionTerms } from '../rotation/sessions.ts';
 import type { SsrfGuard, SsrfVerdict } from '../ssrf/guard.ts';
-import type { CallInput } from './call.ts';
+import type { CallInput, CallSession } from './call.ts';
+import { hostRateLimited } from './call-error.ts';
 import type { Selector } from './selector.ts';
 import type { Work } from './work.ts';
 
@@ -17,8 +22,13 @@ import type { Work } from './work.ts';
  *   door ──▶ DoorCall { target, work, session, country, timeout, signal }
  *              │ SSRF verdict (at once when known; a DNS lookup only when some proxy could serve)
  *              │ timeout (the client's, else the runtime setting) · host and port (bans, refusals)
+ *              │ policy: the first rule whose match fits (host, path, method) (policies/rulebook.ts);
+ *              │   its host_rate_limit waits here, within the timeout, or refuses (429)
+ *              │ session: the rule's terms over ROTA_SESSION_*; `scope: host` keys the pin by host
  *              ▼
- *          CallInput ──▶ Executor.execute          or   RotaError TARGET_FORBIDDEN ──▶ the door renders it
+ *          CallInput { …, rule, session } ──▶ Executor.execute     or   RotaError ──▶ the door renders it
+ *
+ * A call no rule matches costs one size check (no rules) or one cached host lookup.
  */
 
 export interface DoorCall<R> {
@@ -50,6 +60,14 @@ export interface PreludeDeps {
   readonly ssrf: SsrfGuard;
   readonly settings: RuntimeSettings;
   readonly selector: Selector;
+  /** The policy list in use, compiled (policies/holder.ts). */
+  readonly policies: () => RuleBook;
+  readonly pacer: HostPacer;
+  /** Session terms where no rule sets them. */
+  readonly sessions: SessionDefaultsMs;
+  readonly monotonic: () => number;
+  /** Per-rule counters (metrics): a call matched `rule`, or its host_rate_limit refused it. */
+  readonly onRule?: ((rule: string, event: 'request' | 'rate_limited') => void) | undefined;
 }
 
 export class CallPrelude {
@@ -77,28 +95,86 @@ export class CallPrelude {
     return this.#d.ssrf.check(target).then(forbiddenBy);
   }
 
-  #after<R>(c: DoorCall<R>, v: SsrfVerdict): Prepared<R> {
+  /** The policy rule a call to this host (path, method) gets; null: none, the global settings alone. */
+  ruleFor(q: MatchQuery): Rule | null {
+    const book = this.#d.policies();
+    return book.size === 0 ? null : book.match(q);
+  }
+
+  #after<R>(c: DoorCall<R>, v: SsrfVerdict): Prepared<R> | Promise<Prepared<R>> {
     if (!v.ok) return forbiddenBy(v) as RotaError;
     // The guard's normalised URL: the one it checked is the one that goes out (the same object when it
     // is the same, which it is but for tricks the guard normalised away).
     return this.#input(c, v.url === c.target.href ? c.target : new URL(v.url));
   }
 
-  #input<R>(c: DoorCall<R>, checked: URL): CallInput<R> {
-    return {
-      work: c.work(checked),
+  #input<R>(c: DoorCall<R>, checked: URL): Prepared<R> | Promise<Prepared<R>> {
+    const host = c.host ?? banHost(checked);
+    const work = c.work(checked);
+    const input: CallInput<R> = {
+      work,
       timeoutS: c.timeoutS ?? this.#d.settings.get().timeout,
       sessionId: c.sessionId,
       country: c.country,
       onlyCountry: c.onlyCountry,
-      host: c.host ?? banHost(checked),
+      host,
       port: c.port ?? portOf(checked),
       signal: c.signal,
       door: c.door,
       scheme: c.scheme,
       path: c.path,
     };
+    const rule = this.ruleFor({ host, path: c.path, method: work.method });
+    if (rule !== null) {
+      input.rule = rule;
+      this.#d.onRule?.(rule.name, 'request');
+    }
+    if (c.sessionId !== undefined && c.sessionId !== '') this.#session(input, c.sessionId, host, rule);
+    if (rule?.hostIntervalMs === undefined) return input;
+    return this.#paced(input, rule, host, rule.hostIntervalMs);
   }
+
+  /** The call's session: the rule's terms over the defaults; a `scope: host` pin is keyed by the host. */
+  #session(input: CallInput<unknown>, id: string, host: string, rule: Rule | null): void {
+    const d = this.#d.sessions;
+    const t = rule?.session;
+    const scope = t?.scope ?? d.scope;
+    const terms: SessionTerms =
+      t === undefined
+        ? d.terms
+        : {
+            idleMs: t.idle_ttl_s === undefined ? d.terms.idleMs : t.idle_ttl_s * 1000,
+            maxMs: t.max_ttl_s === undefined ? d.terms.maxMs : t.max_ttl_s * 1000,
+            maxRequests: t.max_requests ?? d.terms.maxRequests,
+          };
+    const keepOnBan = t?.on_ban === undefined ? d.keepOnBan : t.on_ban === 'keep';
+    const session: CallSession = { id, host: scope === 'host' ? host : null, terms, keepOnBan };
+    input.session = session;
+    if (scope === 'host') input.sessionId = hostKey(id, host);
+  }
+
+  /** The rule's host_rate_limit: the next free start within the call's timeout, else 429. */
+  #paced<R>(
+    input: CallInput<R>,
+    rule: Rule,
+    host: string,
+    intervalMs: number,
+  ): Prepared<R> | Promise<Prepared<R>> {
+    const budgetMs = input.timeoutS * 1000;
+    // The call needs some of its timeout left once it may start: a start at the very end would time out.
+    const r = this.#d.pacer.reserve(`${rule.name}\n${host}`, intervalMs, this.#d.monotonic(), budgetMs * 0.9);
+    if (!r.ok) {
+      this.#d.onRule?.(rule.name, 'rate_limited');
+      return hostRateLimited(rule.name, r.retryAfterMs, 'host_rate_limit');
+    }
+    if (r.waitMs <= 0) return input;
+    input.timeoutS = (budgetMs - r.waitMs) / 1000;
+    return waitThen(r.waitMs, input.signal, input);
+  }
+}
+
+function waitThen<T>(ms: number, signal: CallerSignal | undefined, value: T): Promise<T> {
+  return delay(ms, signal).then(() => value);
 }
 
 function forbiddenBy(v: SsrfVerdict): RotaError | null {

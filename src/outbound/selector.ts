@@ -17,6 +17,7 @@ import {
   type Selection,
   SlotWaiters,
 } from './eligibility.ts';
+import { servesAnyCountry } from './gateways.ts';
 
 /**
  * Joins the pool, the breakers, the session table and the configured strategy. The strategy is swapped
@@ -130,7 +131,9 @@ export class Selector {
   /** Ids of the members of `country` (the listeners' hard filter), for a Retry-After over just them. */
   idsOfCountry(country: string): string[] {
     const out: string[] = [];
-    for (const e of this.pool.all()) if (e.record.country === country) out.push(e.record.id);
+    for (const e of this.pool.all()) {
+      if (e.country === country || servesAnyCountry(e.record)) out.push(e.record.id);
+    }
     return out;
   }
 

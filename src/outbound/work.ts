@@ -1,6 +1,7 @@
 import type { TargetAnswer } from '../bans/detect.ts';
 import type { CallerSignal } from '../lib/abort.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
+import type { ProxyRecord } from '../pool/types.ts';
 
 /**
  * One kind of attempt through one proxy. The executor (executor.ts) owns selection, permits, failover,
@@ -18,6 +19,8 @@ import type { ProxyEntry } from '../pool/pool.ts';
 /** Where one attempt runs and by when. */
 export interface AttemptRun {
   readonly entry: ProxyEntry;
+  /** What to dial with: the entry's record, or for a gateway the copy with this attempt's credentials. */
+  readonly record: ProxyRecord;
   /** Monotonic ms by which the answer (its head, for a stream; the connection, for a tunnel) is due. */
   readonly deadline: number;
   readonly signal?: CallerSignal | undefined;

@@ -51,7 +51,7 @@ export function bufferedWork(
     replay: 'by-method',
     run: (a) =>
       onceMoreIfStale(req.method, () =>
-        send(dispatchers.get(a.entry.record), {
+        send(dispatchers.get(a.record), {
           ...req,
           deadline: a.deadline,
           maxResponseBytes,
@@ -75,7 +75,7 @@ export function streamedWork(dispatchers: DispatcherCache, req: StreamedRequest)
     replay: hasBody ? 'never' : 'by-method',
     run: (a) => {
       // The attempt (AttemptRun) carries the deadline, signal and onResponseStart that stream() reads.
-      const once = () => stream(dispatchers.get(a.entry.record), req, a);
+      const once = () => stream(dispatchers.get(a.record), req, a);
       // A body streamed from the client cannot be sent twice.
       return hasBody ? once() : onceMoreIfStale(req.method, once);
     },
@@ -93,7 +93,7 @@ export function tunnelWork(dispatchers: DispatcherCache, target: TunnelTarget): 
   return {
     method: 'CONNECT',
     replay: 'always',
-    run: (a) => dispatchers.tunnel(a.entry.record, target, { deadline: a.deadline, signal: a.signal }),
+    run: (a) => dispatchers.tunnel(a.record, target, { deadline: a.deadline, signal: a.signal }),
     answer: () => null,
     discard: (socket) => socket.destroy(),
   };

@@ -13,6 +13,8 @@ export type Notice =
     }
   /** A session (its table key: the id, and the host of a `scope: host` pin) was pinned to a proxy. */
   | { readonly type: 'session'; readonly sid: string; readonly proxyId: string; readonly idleMs?: number }
+  /** A ban moved the provider session of (Rota session, gateway) `key` to generation `gen`. */
+  | { readonly type: 'provider-session'; readonly key: string; readonly gen: number }
   /** Every pin of session `id` was ended (DELETE sessions/{id}). */
   | { readonly type: 'session-ended'; readonly id: string }
   /** A (proxy, host) pair cools down until `until` (epoch ms). */

@@ -48,6 +48,7 @@ export class RedisState implements SharedState {
       pool: d.pool,
       breakers: d.breakers,
       sessions: d.sessions,
+      providerSessions: d.providerSessions,
       cooldowns: d.cooldowns,
       reloadSettings: d.reloadSettings,
       onStats: (n, from) => {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { CooldownTable } from '../bans/cooldowns.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
+import type { ProviderSessions } from '../outbound/gateways.ts';
 import type { Pool } from '../pool/pool.ts';
 import type { SessionTable } from '../rotation/sessions.ts';
 import type { ChangeBus } from './bus.ts';
@@ -22,6 +23,7 @@ export interface ReplicatorDeps {
   readonly pool: Pool;
   readonly breakers: BreakerRegistry;
   readonly sessions: SessionTable;
+  readonly providerSessions: ProviderSessions;
   readonly cooldowns: CooldownTable;
   /** Re-reads config, retry and ban policy and the inspected hosts from the shared store. */
   readonly reloadSettings: () => Promise<void>;
@@ -48,6 +50,7 @@ export class Replicator {
     sessions.onPin = (sid, entry, idleMs) =>
       bus.publish({ type: 'session', sid, proxyId: entry.record.id, idleMs });
     sessions.onEnd = (id) => bus.publish({ type: 'session-ended', id });
+    this.#d.providerSessions.onBump = (key, gen) => bus.publish({ type: 'provider-session', key, gen });
     cooldowns.onClear = (host) => bus.publish({ type: 'bans-cleared', host });
     pool.listen({
       added: (e) => {
@@ -84,6 +87,9 @@ export class Replicator {
         if (entry) d.sessions.applyRemote(n.sid, entry, n.idleMs);
         return;
       }
+      case 'provider-session':
+        d.providerSessions.applyRemote(n.key, n.gen);
+        return;
       case 'session-ended':
         d.sessions.end(n.id, true);
         return;

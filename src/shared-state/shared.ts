@@ -4,6 +4,7 @@ import type { CooldownTable } from '../bans/cooldowns.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
 import { MemoryRateCounter, type RateCounter } from '../lib/rate-counter.ts';
 import type { StatsJson } from '../metrics/stats.ts';
+import type { ProviderSessions } from '../outbound/gateways.ts';
 import type { Pool } from '../pool/pool.ts';
 import type { SessionTable } from '../rotation/sessions.ts';
 import type { InstanceStats } from './notices.ts';
@@ -17,6 +18,8 @@ export interface SharedStateDeps {
   readonly pool: Pool;
   readonly breakers: BreakerRegistry;
   readonly sessions: SessionTable;
+  /** Gateways' provider-session generations (outbound/gateways.ts). */
+  readonly providerSessions: ProviderSessions;
   readonly cooldowns: CooldownTable;
   readonly reloadSettings: () => Promise<void>;
   readonly onSettingsChange: (listener: () => void) => void;

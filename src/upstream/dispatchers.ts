@@ -25,6 +25,9 @@ export interface DispatcherCacheOptions {
   readonly proxyAllowed?: (host: string) => boolean;
 }
 
+/** Dispatchers of rendered gateway credentials kept at most (each holds its keep-alive sockets). */
+const GATEWAY_DISPATCHERS = 256;
+
 interface Entry {
   /** The last record seen for this id: records are immutable, so the same object needs no fingerprint. */
   record: ProxyRecord;
@@ -57,6 +60,8 @@ export function createDispatcher(record: ProxyRecord, opts: DialerOptions): Prox
  */
 export class DispatcherCache {
   readonly #entries = new Map<string, Entry>();
+  /** Rendered gateway credentials' fingerprint ──▶ its dispatcher, least recently used first. */
+  readonly #gateways = new Map<string, { readonly id: string; readonly dispatcher: ProxyDispatcher }>();
   readonly #dialer: DialerOptions;
   readonly #closeGraceMs: number;
   readonly #closing = new Set<Promise<void>>();
@@ -77,6 +82,7 @@ export class DispatcherCache {
   }
 
   get(record: ProxyRecord): ProxyDispatcher {
+    if (record.usernameTemplate || record.passwordTemplate) return this.#rendered(record);
     const entry = this.#entries.get(record.id);
     // The hot path: the pool hands out the same record object until the proxy is updated.
     if (entry?.record === record) return entry.dispatcher;
@@ -88,6 +94,31 @@ export class DispatcherCache {
     if (entry) this.#retire(entry.dispatcher);
     const dispatcher = createDispatcher(record, this.#dialer);
     this.#entries.set(record.id, { record, fingerprint: fp, dispatcher });
+    return dispatcher;
+  }
+
+  /**
+   * A gateway's dispatcher for one set of rendered credentials (outbound/gateways.ts): a provider session
+   * keeps its keep-alive connections, as its exit does. The least recently used beyond GATEWAY_DISPATCHERS
+   * are closed (with the grace close() gives), so fresh sessions per request cannot pile up sockets.
+   */
+  #rendered(record: ProxyRecord): ProxyDispatcher {
+    const key = fingerprint(record);
+    const known = this.#gateways.get(key);
+    if (known !== undefined && known.id === record.id) {
+      this.#gateways.delete(key);
+      this.#gateways.set(key, known);
+      return known.dispatcher;
+    }
+    const dispatcher = createDispatcher(record, this.#dialer);
+    this.#gateways.set(key, { id: record.id, dispatcher });
+    if (this.#gateways.size > GATEWAY_DISPATCHERS) {
+      const [oldest] = this.#gateways;
+      if (oldest) {
+        this.#gateways.delete(oldest[0]);
+        void this.#retire(oldest[1].dispatcher);
+      }
+    }
     return dispatcher;
   }
 
@@ -107,15 +138,24 @@ export class DispatcherCache {
 
   /** Called when a proxy is deleted: idle sockets close now, in-flight requests get a short grace. */
   async close(id: string): Promise<void> {
+    const gone: Promise<void>[] = [];
+    for (const [key, g] of this.#gateways) {
+      if (g.id !== id) continue;
+      this.#gateways.delete(key);
+      gone.push(this.#retire(g.dispatcher));
+    }
     const entry = this.#entries.get(id);
-    if (!entry) return;
-    this.#entries.delete(id);
-    await this.#retire(entry.dispatcher);
+    if (entry) {
+      this.#entries.delete(id);
+      gone.push(this.#retire(entry.dispatcher));
+    }
+    await Promise.all(gone);
   }
 
   async closeAll(): Promise<void> {
-    const all = [...this.#entries.values()];
+    const all = [...this.#entries.values(), ...this.#gateways.values()];
     this.#entries.clear();
+    this.#gateways.clear();
     await Promise.all([...all.map((e) => this.#retire(e.dispatcher)), ...this.#closing]);
   }
 

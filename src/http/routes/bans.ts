@@ -30,6 +30,12 @@ const CooldownView = Type.Object({
   host: Type.String(),
   until: Type.String({ format: 'date-time' }),
   count: Type.Integer({ minimum: 1, description: 'Bans of this pair in a row (the cool-down doubles)' }),
+  exit: Type.Optional(
+    Type.String({
+      description:
+        "A provider gateway's bans are per exit (provider session): a digest telling its exits apart",
+    }),
+  ),
 });
 
 const BansPage = Type.Object({
@@ -112,6 +118,7 @@ export function banRoutes(services: Services): FastifyPluginAsync {
           host: c.host,
           until: new Date(c.until).toISOString(),
           count: c.count,
+          ...(c.exit === undefined ? {} : { exit: c.exit }),
         }));
         return ok(req, {
           items,

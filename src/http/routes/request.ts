@@ -1,10 +1,11 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { type Static, Type } from 'typebox';
 import { type DetailItem, RotaError } from '../../errors/rota-error.ts';
 import { responseGone } from '../../lib/abort.ts';
 import { poolEmptyError } from '../../outbound/call-error.ts';
 import { bufferedWork } from '../../outbound/works.ts';
 import { proxyView } from '../../pool/view.ts';
-import { Envelope, errorResponses, POOL_EMPTY } from '../../schemas/common.ts';
+import { Envelope, errorResponses, Nullable, POOL_EMPTY } from '../../schemas/common.ts';
 import { ProxySchema } from '../../schemas/proxy.ts';
 import {
   ProxiedRequestBody,
@@ -17,6 +18,12 @@ import type { Services } from '../../services.ts';
 import { ok } from '../envelope.ts';
 import { sendProxied } from '../proxied-answer.ts';
 import { routeLimit } from '../rate-limit.ts';
+
+/** A proxy as the pool lists it, and the policy rule the pick applied. */
+const RotateAnswer = Type.Object({
+  ...ProxySchema.properties,
+  policy: Nullable(Type.String({ description: 'The policy rule a call to `host` (`path`, `method`) gets' })),
+});
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const BAD_VALUE = /[\0\r\n]/;
@@ -120,12 +127,14 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           proxy_id: r.proxy.record.id,
           attempts: r.attempts,
           elapsed_ms: Math.round((performance.now() - t0) * 100) / 100,
+          ...(r.session === undefined ? {} : { session_id: r.session }),
+          ...(r.rule === undefined ? {} : { policy: r.rule }),
         };
         return sendProxied(req, reply, fields, r.response.body);
       },
     );
 
-    app.get<{ Querystring: { session_id?: string; country?: string; host?: string } }>(
+    app.get<{ Querystring: Static<typeof RotateQuery> }>(
       '/rotate',
       {
         schema: {
@@ -133,19 +142,23 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
           summary: 'Select the next proxy without sending a request',
           description: 'Advances the strategy like a real selection; touches no breaker and no counter.',
           querystring: RotateQuery,
-          response: { 200: Envelope(ProxySchema), ...errorResponses(422, POOL_EMPTY) },
+          response: { 200: Envelope(RotateAnswer), ...errorResponses(422, POOL_EMPTY) },
         },
       },
       async (req) => {
+        const { host: asked, path, method } = req.query;
+        const host = asked?.toLowerCase();
+        const rule = host === undefined ? null : prelude.ruleFor({ host, path, method });
         const e = selector.pick({
           sessionId: req.query.session_id,
           country: req.query.country?.toUpperCase(),
-          host: req.query.host?.toLowerCase(),
+          host,
           coolingFallback: true,
+          rule: rule ?? undefined,
         });
         // Same answer as a request would get, Retry-After included when every breaker is open.
         if (!e) throw poolEmptyError(services.breakers.earliestHalfOpenAt(), services.clock.now());
-        return ok(req, proxyView(services.pool, e));
+        return ok(req, { ...proxyView(services.pool, e), policy: rule?.name ?? null });
       },
     );
   };

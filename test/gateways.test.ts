@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { type BanTarget, startBanTarget } from './fixtures/ban-target.ts';
+import { type ProviderGateway, startProviderGateway } from './fixtures/provider-gateway.ts';
+import {
+  addUpstream,
+  basic,
+  connectVia,
+  getOverTunnel,
+  type ListeningApp,
+  listeningApp,
+  socks5,
+  viaProxy,
+} from './helpers/forward.ts';
+
+/*
+ * A provider gateway as one pool entry: a fixture gateway on loopback leaves from the egress address the
+ * session in its username picks (127.0.0.81-84), so a test sees exits stay and change. A site on
+ * 127.0.0.2 bans by egress address.
+ */
+
+const EGRESSES = ['127.0.0.81', '127.0.0.82', '127.0.0.83', '127.0.0.84'];
+let site: BanTarget;
+let gw: ProviderGateway;
+let t: ListeningApp;
+let id: string;
+
+before(async () => {
+  site = await startBanTarget([]);
+  gw = await startProviderGateway({ customer: 'acme', password: 'gw-secret', egresses: EGRESSES });
+  t = await listeningApp({ ROTA_MAX_RETRIES: '4' });
+  id = await addUpstream(t, {
+    url: `http://127.0.0.1:${gw.port}`,
+    username_template: 'customer-acme-session-{session}-country-{country}',
+    password: 'gw-secret',
+    country: 'DE',
+  });
+});
+after(async () => {
+  await t.close();
+  await Promise.all([site.close(), gw.close()]);
+});
+beforeEach(async () => {
+  site.banned = new Set();
+  site.mode = { kind: '403' };
+  await t.app.inject({ method: 'DELETE', url: '/api/v1/bans' });
+});
+
+async function api(body: Record<string, unknown>) {
+  const res = await t.app.inject({
+    method: 'POST',
+    url: '/api/v1/request',
+    headers: { 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  return (res.json() as { data: { status_code: number; proxy_id: string; attempts: number; body: string } })
+    .data;
+}
+const lastExit = () => gw.seen.at(-1);
+
+describe('a provider gateway', () => {
+  test('a session keeps one provider session, hence one exit; no session is a new exit per request', async () => {
+    for (let i = 0; i < 4; i++) {
+      const r = await api({ url: site.urlB('/s'), session_id: 'keep1' });
+      assert.equal(r.proxy_id, id);
+    }
+    const kept = gw.seen.slice(-4);
+    assert.equal(new Set(kept.map((s) => s.session)).size, 1, 'one provider session');
+    assert.equal(new Set(kept.map((s) => s.egress)).size, 1, 'one exit');
+    assert.equal(kept[0]?.country, 'de', '{country}: the entry’s country, lower case');
+    for (let i = 0; i < 6; i++) await api({ url: site.urlB('/n') });
+    const fresh = gw.seen.slice(-6).map((s) => s.session);
+    assert.equal(new Set(fresh).size, 6, 'a provider session per request');
+  });
+
+  test('{country} is the call’s country when it names one', async () => {
+    await api({ url: site.urlB('/c'), country: 'fr' });
+    assert.equal(lastExit()?.country, 'fr');
+    const a = await viaProxy(t.httpPort, site.urlB('/c'), {
+      headers: { 'proxy-authorization': basic('crawler-country-jp', 'x') },
+    });
+    assert.equal(a.status, 200, 'a -country- filter passes a gateway that renders the country');
+    assert.equal(lastExit()?.country, 'jp');
+  });
+
+  test('one session has one exit on every door: API, absolute-URI, CONNECT, SOCKS5', async () => {
+    const auth = { 'proxy-authorization': basic('crawler-session-doors', 'x') };
+    await api({ url: site.urlB('/api'), session_id: 'doors' });
+    const exit = lastExit()?.egress;
+    assert.equal(site.seen.at(-1)?.from, exit, 'the site saw the gateway’s exit');
+    const a = await viaProxy(t.httpPort, site.urlB('/abs'), { headers: auth });
+    assert.equal(a.status, 200);
+    assert.equal(a.headers['x-rota-proxy-id'], id);
+    assert.equal(site.seen.at(-1)?.from, exit);
+    const tun = await connectVia(t.httpPort, `127.0.0.1:${site.portB}`, auth);
+    assert.equal(tun.status, 200);
+    assert.match(await getOverTunnel(tun.socket, `127.0.0.1:${site.portB}`, '/tunnel'), /^HTTP\/1\.1 200/);
+    assert.equal(site.seen.at(-1)?.from, exit);
+    const s = await socks5(t.socksPort, {
+      username: 'crawler-session-doors',
+      password: 'x',
+      port: site.portB,
+    });
+    assert.equal(s.reply, 0);
+    assert.match(await getOverTunnel(s.socket, `127.0.0.1:${site.portB}`, '/socks'), /^HTTP\/1\.1 200/);
+    assert.equal(site.seen.at(-1)?.from, exit);
+  });
+
+  test('a ban moves the session to a new provider session, not to another proxy, and it stays there', async () => {
+    await api({ url: site.urlA('/b'), session_id: 'banme' });
+    const first = lastExit();
+    assert.ok(first);
+    site.banned = new Set([first.egress]);
+    // The next provider session may land on the banned exit again (the provider chooses): then another.
+    const r = await api({ url: site.urlA('/b'), session_id: 'banme' });
+    assert.equal(r.status_code, 200);
+    assert.equal(r.proxy_id, id, 'the same pool entry');
+    assert.ok(r.attempts >= 2);
+    const moved = lastExit();
+    assert.ok(moved && moved.session !== first.session && moved.egress !== first.egress);
+    for (let i = 0; i < 3; i++) {
+      const again = await api({ url: site.urlA('/b'), session_id: 'banme' });
+      assert.equal(again.attempts, 1);
+      assert.equal(lastExit()?.session, moved.session, 'the session stays on its new provider session');
+    }
+    // The cool-down is the exit's, shown with the gateway's id and a digest, never the session itself.
+    const bans = (await t.app.inject({ url: '/api/v1/bans' })).json() as {
+      data: { items: { proxy_id: string; exit?: string }[] };
+    };
+    assert.ok(bans.data.items.length >= 1);
+    for (const b of bans.data.items) {
+      assert.equal(b.proxy_id, id);
+      assert.match(b.exit ?? '', /^[0-9a-f]{12}$/);
+    }
+    assert.doesNotMatch(JSON.stringify(bans), new RegExp(first.session ?? 'none'));
+    assert.equal(t.services.breakers.state(id), 'closed', 'a ban is never the gateway’s fault');
+  });
+
+  test('the rendered username is never shown: API, logs, health check through a fresh session', async () => {
+    const view = await t.app.inject({ url: `/api/v1/proxies/${id}` });
+    // Its label is the template's words before the session (pool/label.ts); never a rendered one.
+    assert.equal((view.json() as { data: { display_label: string } }).data.display_label, 'customer-acme');
+    assert.doesNotMatch(view.body, /gw-secret|\{session\}|session-[0-9a-f]{16}/);
+    const check = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/proxies/health-check',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ proxy_ids: [id] }),
+    });
+    assert.equal(check.statusCode, 200, check.body);
+    const rendered = gw.seen.map((s) => s.session).filter((s) => s !== null);
+    for (const line of t.logs) {
+      for (const s of rendered)
+        assert.ok(!line.includes(`session-${s}`), 'a rendered username in a log line');
+      assert.ok(!line.includes('gw-secret'));
+    }
+  });
+});
