@@ -133,8 +133,10 @@ export async function listProxies(base: string, key?: string): Promise<ProxyView
 }
 
 /** The row of the pool table whose URL cell is exactly `url`. */
+/** The pool table's row of `url`: its row header is the URL, then the entry's safe label if it has one. */
 export function rowOf(page: Page, url: string) {
-  return page.locator('#pool-body tr', { has: page.getByRole('rowheader', { name: url, exact: true }) });
+  const name = new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}( .*)?$`);
+  return page.locator('#pool-body tr', { has: page.getByRole('rowheader', { name }) });
 }
 
 /** The id of the proxy whose URL is `url`. */
