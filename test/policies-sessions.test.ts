@@ -185,5 +185,7 @@ describe('POST bans: a ban the client saw', () => {
       404,
     );
     assert.equal((await report({ proxy_id: ids[0], host: 'bad host' })).statusCode, 422);
+    const audited = t.logs.filter((l) => l.includes('"action":"bans.report"'));
+    assert.ok(audited.length >= 3, 'each report is audit-logged');
   });
 });

@@ -216,6 +216,8 @@ describe('a rule applies to the calls its match fits, the first in order', () =>
     assert.equal(bans.data.items[0]?.proxy_id, ids[0]);
     const lasts = Date.parse(bans.data.items[0]?.until ?? '') - before;
     assert.ok(lasts >= 39_000 && lasts <= 42_000, `cool-down ${lasts} ms`);
+    const metrics = (await t.app.inject({ url: '/metrics' })).body;
+    assert.match(metrics, /rota_policy_bans_total\{rule="captcha"\} 1\b/);
   });
 
   test('retry: max_attempts and retry_non_idempotent', async () => {
