@@ -99,5 +99,7 @@ export const RotateQuery = Type.Object({
   path: Type.Optional(
     Type.String({ pattern: '^/', maxLength: 2048, description: 'The path, for rules that match on paths' }),
   ),
-  method: Type.Optional(Type.String({ pattern: '^[A-Z]{1,16}$', description: 'The method, for rules that match on methods' })),
+  method: Type.Optional(
+    Type.String({ pattern: '^[A-Z]{1,16}$', description: 'The method, for rules that match on methods' }),
+  ),
 });
