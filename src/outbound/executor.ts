@@ -1,6 +1,6 @@
 import type { Permit } from '../breaker/types.ts';
 import { RotaError } from '../errors/rota-error.ts';
-import { ATTEMPT_RELEASED, type CallerSignal, delay } from '../lib/abort.ts';
+import { ATTEMPT_RELEASED, type CallerSignal } from '../lib/abort.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { type AttemptResult, runAttempt, type Settled } from './attempt.ts';
 import {
@@ -12,20 +12,13 @@ import {
   type ExecutorDeps,
   replayable,
 } from './call.ts';
-import {
-  callError,
-  describeAttempt,
-  hostRateLimited,
-  poolEmptyError,
-  unsafeToRetryError,
-} from './call-error.ts';
-import type { Selection } from './eligibility.ts';
+import { callError, describeAttempt, unsafeToRetryError } from './call-error.ts';
+import { afterBan, poolEmpty, selection, waitBeforeRetry, waitForPace, waitForSlot } from './call-steps.ts';
 import { isGateway, render } from './gateways.ts';
 import { attemptDeadline, hedgeTime } from './hedge.ts';
 import { InFlight, type Run } from './in-flight.ts';
 
 import { callRecord, reportCall } from './report.ts';
-import { backoffSeconds } from './retry-policy.ts';
 import type { Work } from './work.ts';
 
 export type { CallInput, CallResult, ExecutorDeps } from './call.ts';
@@ -146,22 +139,22 @@ export class Executor {
     }
     if (!s.pause) return this.pickAndLaunch(c, s);
     if (inflight.size > 0) return 'none';
-    return this.waitBeforeRetry(c, s, attempts.length + 1).then((go) =>
+    return waitBeforeRetry(this.d, c, s, attempts.length + 1).then((go) =>
       go ? this.pickAndLaunch(c, s) : 'none',
     );
   }
 
   private pickAndLaunch<R>(c: Call<R>, s: CallState<R>): Step | Promise<Step> {
     const { attempts, inflight } = c;
-    const sel = this.selection(c, s);
+    const sel = selection(c, s);
     const entry = this.d.selector.pick(sel);
     if (!entry) {
       // Every proxy that could serve is at ROTA_PROXY_MAX_IN_FLIGHT: wait for a slot, not overload one.
-      if (inflight.size === 0 && this.d.selector.cappedOnly(sel)) return this.waitForSlot(c, s);
+      if (inflight.size === 0 && this.d.selector.cappedOnly(sel)) return waitForSlot(this.d, c, s);
       // A rule's min_interval_ms holds every proxy back from this host for now: wait for the first.
       const paceMs = inflight.size === 0 && sel.rule !== undefined ? this.d.selector.paceWaitMs(sel) : null;
-      if (paceMs !== null) return this.waitForPace(c, s, paceMs);
-      if (s.tried.size === 0) throw this.poolEmpty(c.input.onlyCountry, c.input.rule?.name);
+      if (paceMs !== null) return waitForPace(this.d, c, s, paceMs);
+      if (s.tried.size === 0) throw poolEmpty(this.d, c.input.onlyCountry, c.input.rule?.name);
       return 'none';
     }
     s.tried.add(entry.record.id);
@@ -171,46 +164,6 @@ export class Executor {
     this.d.selector.started(entry, sel);
     this.launch(c, entry, permit, attempts.length + inflight.size + 1);
     return 'started';
-  }
-
-  private async waitForPace<R>(c: Call<R>, s: CallState<R>, ms: number): Promise<Step> {
-    const left = c.deadline - this.d.monotonic();
-    if (ms >= left) {
-      if (s.answer) return 'none';
-      throw hostRateLimited(c.input.rule?.name ?? '', ms, 'min_interval_ms');
-    }
-    return (await delay(ms, c.input.signal)) ? 'again' : 'none';
-  }
-
-  private async waitForSlot<R>(c: Call<R>, s: CallState<R>): Promise<Step> {
-    const left = c.deadline - this.d.monotonic();
-    if (await this.d.selector.waitForSlot(left, c.input.signal)) return 'again';
-    if (s.answer) return 'none';
-    throw callError(s.lastError, s.failed, true);
-  }
-
-  private selection<R>(c: Call<R>, s: CallState<R>): Selection {
-    const { sessionId, country, onlyCountry, host, port, rule, session } = c.input;
-    // The first pick of a call may fall back to the pair whose cool-down ends first; a retry may not
-    // (with no proxy free of a cool-down left, the caller gets the site's answer).
-    const coolingFallback = s.tried.size === 0;
-    if (rule === undefined && session === undefined) {
-      return { exclude: s.tried, sessionId, country, onlyCountry, host, port, coolingFallback };
-    }
-    const terms = session?.terms;
-    const keepOnBan = session?.keepOnBan;
-    return {
-      exclude: s.tried,
-      sessionId,
-      country,
-      onlyCountry,
-      host,
-      port,
-      coolingFallback,
-      rule,
-      terms,
-      keepOnBan,
-    };
   }
 
   /** Starts attempt `n` through `entry`, cancellable on its own when it may run beside another. */
@@ -306,7 +259,7 @@ export class Executor {
       };
       // Banned: another proxy, at once (the site refused an address, it is not overloaded); unless the
       // session keeps its address through a ban (`on_ban: keep`): then the ban is the caller's answer.
-      if (result.banned) return this.afterBan(c, s, entry);
+      if (result.banned) return afterBan(this.d, c, s, entry);
       if (!result.retryable) return 'done';
       s.pause = true;
       return c.replayable ? 'next' : 'stop';
@@ -330,48 +283,5 @@ export class Executor {
     // off from. Only a target-side failure (it may be overloaded) waits before asking again.
     s.pause = !err.proxyFault && err.kind !== 'queue_timeout' && err.kind !== 'target_refused';
     return 'next';
-  }
-
-  /**
-   * After a ban: another exit, or the ban as the answer (`on_ban: keep`, or a request that cannot be sent
-   * again). A gateway's next exit is its next provider session, so it may be picked again.
-   */
-  private afterBan<R>(c: Call<R>, s: CallState<R>, entry: ProxyEntry): 'next' | 'stop' {
-    if (!c.replayable || c.input.session?.keepOnBan === true) return 'stop';
-    if (isGateway(entry.record)) {
-      this.d.providerSessions.bump(c.input.sessionId, entry.record.id);
-      s.tried.delete(entry.record.id);
-    }
-    return 'next';
-  }
-
-  /**
-   * The wait before asking the target again. Only when another attempt can follow (never after the
-   * last proxy), and before the pick, so that what is picked is still in the pool once it is over.
-   * False when no further attempt is worth making: no proxy left, no time left, or the caller gone.
-   */
-  private async waitBeforeRetry<R>(c: Call<R>, s: CallState<R>, nextAttempt: number): Promise<boolean> {
-    s.pause = false;
-    if (!this.d.selector.hasCandidate(this.selection(c, s))) return false;
-    const ms = backoffSeconds(c.policy, nextAttempt, this.d.random) * 1000;
-    // A wait that reaches the deadline leaves no time to ask again: the caller is better served now.
-    if (ms >= c.deadline - this.d.monotonic()) return false;
-    // False: the caller went away during the wait.
-    return ms > 0 ? delay(ms, c.input.signal) : true;
-  }
-
-  /** 503 PROXY_POOL_EMPTY; with a country filter, about that country's proxies only. */
-  private poolEmpty(country: string | undefined, rule: string | undefined): RotaError {
-    if (rule !== undefined && country === undefined && this.d.selector.anyAdmissible()) {
-      return poolEmptyError(
-        null,
-        this.d.now(),
-        `No proxy the policy rule ${rule} allows can serve the request now`,
-      );
-    }
-    if (country === undefined) return poolEmptyError(this.d.breakers.earliestHalfOpenAt(), this.d.now());
-    const ids = this.d.selector.idsOfCountry(country);
-    if (ids.length === 0) return poolEmptyError(null, this.d.now(), `No proxy of country ${country}`);
-    return poolEmptyError(this.d.breakers.earliestHalfOpenAt(ids), this.d.now());
   }
 }
