@@ -13,120 +13,35 @@ import { createExitLearner, exitSharers } from './exit/index.ts';
 import { Listeners } from './forward/listeners.ts';
 import { HealthChecker } from './health/checker.ts';
 import { ClientIpResolver } from './http/client-ip.ts';
-import { createInspection, type Inspection } from './inspect/index.ts';
+import { createInspection } from './inspect/index.ts';
 import { InspectionSettings } from './inspect/settings.ts';
-import type { RateCounter } from './lib/rate-counter.ts';
-import type { PromMetrics } from './metrics/prometheus.ts';
-import type { RetryMetrics } from './metrics/retry.ts';
-import type { CallSeries } from './metrics/series.ts'; // dashboard
-import type { StatsAggregator } from './metrics/stats.ts';
-import { type Connections, createConnections } from './net/connections.ts';
+import { createConnections } from './net/connections.ts';
 import { Executor } from './outbound/executor.ts';
 import { ProviderSessions } from './outbound/gateways.ts';
 import { CallPrelude } from './outbound/prelude.ts';
 import { RetryPolicyHolder } from './outbound/retry-policy.ts';
 import { Selector } from './outbound/selector.ts';
-import type { PolicyHolder } from './policies/holder.ts';
 import { createPolicies, ruleInspects } from './policies/index.ts';
 import { PolicyMetrics } from './policies/metrics.ts';
 import { Pool, type ProxyEntry } from './pool/pool.ts';
 import type { ProxyStatus } from './pool/types.ts';
-import type { HostAnalytics } from './requestlog/hosts/hosts.ts';
-import type { RequestLog } from './requestlog/log.ts';
 import { buildMetrics } from './services-metrics.ts';
 import { startServices } from './services-start.ts';
-import { createSharedState, type SharedState } from './shared-state/shared.ts';
-import { createSourceManager, type SourceManager } from './sources/manager.ts'; // proxy sources
+import type { Clock, ServiceOverrides, Services } from './services-types.ts';
+import { createSharedState } from './shared-state/shared.ts';
+import { createSourceManager } from './sources/manager.ts'; // proxy sources
 import { AllowList } from './ssrf/allow.ts';
 import { SsrfGuard } from './ssrf/guard.ts';
 import { MemoryStore } from './store/memory.ts';
 import { openStore } from './store/open.ts';
-import type { ProxyStore } from './store/types.ts';
 import { DispatcherCache } from './upstream/dispatchers.ts';
-import type { UpstreamTlsOptions } from './upstream/types.ts';
 
-export interface Clock {
-  /** Wall clock, epoch ms: timestamps shown to people. */
-  now(): number;
-  /** Monotonic ms: durations, windows, timeouts. */
-  monotonic(): number;
-}
+export type { Clock, ServiceOverrides, Services } from './services-types.ts';
 
 export const systemClock: Clock = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
 };
-
-export interface Services {
-  readonly config: Config;
-  readonly logger: Logger;
-  readonly clock: Clock;
-  readonly random: () => number;
-  readonly store: ProxyStore;
-  readonly pool: Pool;
-  readonly settings: RuntimeSettings;
-  readonly retry: RetryPolicyHolder;
-  readonly banPolicy: BanPolicyHolder;
-  /** Per-site policy rules (policies/). */
-  readonly policies: PolicyHolder;
-  /** Gateways' provider sessions (outbound/gateways.ts). */
-  readonly providerSessions: ProviderSessions;
-  /** Ban detection, and bans clients report (POST bans). */
-  readonly bans: BanJudge;
-  /** Ban cool-downs of (proxy, host) pairs. */
-  readonly cooldowns: CooldownTable;
-  /** Cool-downs of (proxy, host:port) pairs after the proxy refused that target. */
-  readonly refusals: TargetRefusals;
-  readonly breakers: BreakerRegistry;
-  readonly dispatchers: DispatcherCache;
-  readonly selector: Selector;
-  readonly executor: Executor;
-  /** The one call prelude of every door: SSRF rules, timeout, host and port for bans and refusals. */
-  readonly prelude: CallPrelude;
-  readonly ssrf: SsrfGuard;
-  readonly health: HealthChecker;
-  /** Proxy sources: lists fetched on a timer, their new proxies added (sources/). */
-  readonly sources: SourceManager;
-  readonly stats: StatsAggregator;
-  /** Per-second call series and per-proxy figures for the dashboard. */
-  readonly series: CallSeries;
-  /** Every call's record and trace, this instance's (GET requests; ROTA_REQUEST_LOG_SIZE). */
-  readonly requestLog: RequestLog;
-  /** Per-site analytics fed by the request log (GET hosts). */
-  readonly hosts: HostAnalytics;
-  readonly retryMetrics: RetryMetrics;
-  readonly prom: PromMetrics;
-  readonly audit: AuditLog;
-  readonly clientIp: ClientIpResolver;
-  /** The forward-proxy listeners (started by main.ts, beside the API). */
-  readonly listeners: Listeners;
-  /** Caps on client connections, the API and both listeners together (net/connections.ts). */
-  readonly connections: Connections;
-  /** Rate-limit counts of every door (API and listeners). */
-  readonly rateCounter: RateCounter;
-  /** Whether and how runtime state is shared with other instances (shared-state/). */
-  readonly shared: SharedState;
-  /** HTTPS inspection's CA and leaf certificates (inspect/). */
-  readonly inspection: Inspection;
-  /** Which tunnels HTTPS inspection terminates (`GET`/`PUT inspection`; persisted and shared). */
-  readonly inspectionSettings: InspectionSettings;
-  readonly startedAt: number;
-  /** True once storage is open and the pool loaded (`/ready`). */
-  ready: boolean;
-  close(): Promise<void>;
-}
-
-export interface ServiceOverrides {
-  clock?: Clock;
-  random?: () => number;
-  store?: ProxyStore;
-  /** Trust for upstream TLS (tests use self-signed proxies and targets). */
-  upstreamTls?: UpstreamTlsOptions;
-  /** How long a deleted proxy's in-flight requests may finish (default 5 s); tests shorten it. */
-  upstreamCloseGraceMs?: number;
-  /** Process metrics on /metrics; tests building many apps turn them off. */
-  processMetrics?: boolean;
-}
 
 const STATUS_OF: Record<BreakerStateName, ProxyStatus> = {
   closed: 'active',
