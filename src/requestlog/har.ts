@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { STATUS_CODES } from '../runtime/node-http.ts';
 import type { HarDocumentT, RequestRecordT } from '../schemas/requests.ts';
 
 /**
