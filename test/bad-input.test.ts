@@ -182,10 +182,11 @@ describe('bad input', () => {
       ['/api/v1/proxies/stream', 'GET, HEAD'],
       ['/api/v1/proxies/health-check', 'POST'],
       ['/api/v1/proxies/test', 'POST'],
-      ['/api/v1/proxies/some-id', 'GET, DELETE, HEAD'],
+      ['/api/v1/proxies/some-id', 'GET, PATCH, DELETE, HEAD'],
       ['/api/v1/proxies', 'GET, POST, HEAD'],
     ] as const) {
-      const res = await t.app.inject({ method: 'PATCH', url });
+      // PUT: no route of these paths takes it (PATCH /proxies/{id} would take /proxies/export as an id).
+      const res = await t.app.inject({ method: 'PUT', url });
       assert.equal(res.statusCode, 405, url);
       assert.equal(res.headers.allow, allow, url);
       assert.deepEqual(res.json().error.details.allowed, allow.split(', '), url);

@@ -155,13 +155,15 @@ describe('request lines that are not HTTP/1.0 or HTTP/1.1', () => {
 });
 
 describe('X-Rota-* from a target or an upstream proxy', () => {
-  test("never reach a client of the HTTP listener: it reads Rota's X-Rota-Proxy-Id only", async () => {
+  test("never reach a client of the HTTP listener: it reads Rota's own X-Rota-Proxy-Id and X-Rota-Attempts only", async () => {
     const r = await viaProxy(t.httpPort, targetUrl);
     assert.equal(r.status, 200);
     assert.equal(r.body.toString(), 'hello');
     assert.equal(r.headers['x-rota-proxy-id'], proxyId);
+    assert.equal(r.headers['x-rota-attempts'], '1');
     assert.equal(r.headers['x-rota-error'], undefined);
-    assert.deepEqual(rotaHeaders(r.headers), ['x-rota-proxy-id']);
+    // No session and no policy rule: Rota adds neither X-Rota-Session nor X-Rota-Policy.
+    assert.deepEqual(rotaHeaders(r.headers), ['x-rota-proxy-id', 'x-rota-attempts']);
   });
 
   test("never appear in POST request's answer, its headers or the target's headers it reports", async () => {

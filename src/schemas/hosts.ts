@@ -60,5 +60,10 @@ export const HostsQuery = Type.Object({
 });
 
 export const HostParams = Type.Object({
-  host: Type.String({ minLength: 1, maxLength: 253, description: 'The target host, as in the request log' }),
+  host: Type.String({
+    minLength: 1,
+    maxLength: 200,
+    description:
+      'The target host, as in the request log (the router takes path parameters of 200 characters at most)',
+  }),
 });
