@@ -14,6 +14,7 @@ import {
   viaProxy,
 } from './helpers/forward.ts';
 import { curl } from './helpers/forward-clients.ts';
+import { putRules } from './helpers/policies.ts';
 
 /*
  * The same rule through every door of the listeners (CONNECT, SOCKS5, inspected HTTPS), RFC 9209
@@ -46,19 +47,9 @@ after(async () => {
   await Promise.all([plain.close(), secure.close(), ...proxies.map((p) => p.close())]);
 });
 
-async function putRules(rules: unknown[]) {
-  const res = await t.app.inject({
-    method: 'PUT',
-    url: '/api/v1/policies',
-    headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify({ rules }),
-  });
-  assert.equal(res.statusCode, 200, res.body);
-}
-
 describe('one rule on every door', () => {
   test('CONNECT: the rule chooses the proxy; the 200 names it in X-Rota-Proxy-Id', async () => {
-    await putRules([{ name: 'res', match: { hosts: ['127.0.0.1'] }, proxies: { tags_any: ['res'] } }]);
+    await putRules(t, [{ name: 'res', match: { hosts: ['127.0.0.1'] }, proxies: { tags_any: ['res'] } }]);
     for (let i = 0; i < 4; i++) {
       const tun = await connectVia(t.httpPort, `127.0.0.1:${plain.port}`);
       assert.equal(tun.status, 200);
@@ -70,7 +61,7 @@ describe('one rule on every door', () => {
   });
 
   test('SOCKS5: the same rule', async () => {
-    await putRules([{ name: 'dc', match: { hosts: ['127.0.0.1'] }, proxies: { tags_none: ['res'] } }]);
+    await putRules(t, [{ name: 'dc', match: { hosts: ['127.0.0.1'] }, proxies: { tags_none: ['res'] } }]);
     for (let i = 0; i < 4; i++) {
       const r = await socks5(t.socksPort, { host: '127.0.0.1', port: plain.port });
       assert.equal(r.reply, 0);
@@ -81,7 +72,7 @@ describe('one rule on every door', () => {
   });
 
   test('inspected HTTPS: `inspect` opens the tunnel, and the rule’s paths match the requests inside', async () => {
-    await putRules([
+    await putRules(t, [
       {
         name: 'json-dc',
         match: { hosts: ['127.0.0.1'], paths: ['/json'] },
@@ -107,7 +98,7 @@ describe('one rule on every door', () => {
     assert.equal(b.status, 200, b.stderr);
     assert.equal(b.headers['x-rota-policy'], 'rest-res');
     assert.equal(secure.requests.at(-1)?.from, EGRESS[0]);
-    await putRules([]);
+    await putRules(t, []);
   });
 
   test("Rota's own refusals carry Proxy-Status beside X-Rota-Error", async () => {

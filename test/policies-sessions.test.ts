@@ -3,6 +3,7 @@ import { after, before, beforeEach, describe, test } from 'node:test';
 import { type BanTarget, startBanTarget } from './fixtures/ban-target.ts';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { addUpstream, basic, type ListeningApp, listeningApp, viaProxy } from './helpers/forward.ts';
+import { putRules } from './helpers/policies.ts';
 
 /*
  * Sessions the client controls, through the HTTP listener (`-session-ID` in the proxy username) and the
@@ -34,16 +35,6 @@ beforeEach(async () => {
   await t.app.inject({ method: 'DELETE', url: '/api/v1/bans' });
 });
 
-async function putRules(rules: unknown[]) {
-  const res = await t.app.inject({
-    method: 'PUT',
-    url: '/api/v1/policies',
-    headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify({ rules }),
-  });
-  assert.equal(res.statusCode, 200, res.body);
-}
-
 /** A GET through the listener with session `sid`: the status, the proxy, and Rota's headers. */
 async function get(url: string, sid: string) {
   const a = await viaProxy(t.httpPort, url, {
@@ -61,7 +52,7 @@ const egressOf = (id: string) => EGRESS[ids.indexOf(id)] as string;
 
 describe('session terms per rule', () => {
   test('scope: host pins per site, so a ban on one site re-pins only that site', async () => {
-    await putRules([{ name: 'per-host', match: { hosts: ['*'] }, session: { scope: 'host' } }]);
+    await putRules(t, [{ name: 'per-host', match: { hosts: ['*'] }, session: { scope: 'host' } }]);
     const a1 = await get(site.urlA('/'), 'hs');
     const b1 = await get(site.urlB('/'), 'hs');
     assert.equal(a1.session, 'hs');
@@ -86,7 +77,7 @@ describe('session terms per rule', () => {
   });
 
   test('scope: all (the default) — a ban on one site moves the one pin every site shares', async () => {
-    await putRules([]);
+    await putRules(t, []);
     const a1 = await get(site.urlA('/'), 'as');
     assert.equal((await get(site.urlB('/'), 'as')).proxy, a1.proxy, 'one pin for both sites');
     site.banned = new Set([egressOf(a1.proxy)]);
@@ -96,7 +87,7 @@ describe('session terms per rule', () => {
   });
 
   test('on_ban: keep — the address stays and the ban is handed back', async () => {
-    await putRules([{ name: 'login', match: { hosts: ['127.0.0.2'] }, session: { on_ban: 'keep' } }]);
+    await putRules(t, [{ name: 'login', match: { hosts: ['127.0.0.2'] }, session: { on_ban: 'keep' } }]);
     const first = await get(site.urlA('/login'), 'ks');
     site.banned = new Set([egressOf(first.proxy)]);
     const banned = await get(site.urlA('/login'), 'ks');
@@ -109,7 +100,7 @@ describe('session terms per rule', () => {
   });
 
   test('max_requests: rotates every N requests', async () => {
-    await putRules([{ name: 'rotate2', match: { hosts: ['127.0.0.1'] }, session: { max_requests: 2 } }]);
+    await putRules(t, [{ name: 'rotate2', match: { hosts: ['127.0.0.1'] }, session: { max_requests: 2 } }]);
     const seen: string[] = [];
     for (let i = 0; i < 6; i++) seen.push((await get(site.urlB('/r'), 'mr')).proxy);
     assert.equal(seen[0], seen[1]);
@@ -120,7 +111,7 @@ describe('session terms per rule', () => {
   });
 
   test('idle_ttl_s: an idle session is forgotten; the sessions API lists and ends sessions', async () => {
-    await putRules([{ name: 'short', match: { hosts: ['127.0.0.1'] }, session: { idle_ttl_s: 1 } }]);
+    await putRules(t, [{ name: 'short', match: { hosts: ['127.0.0.1'] }, session: { idle_ttl_s: 1 } }]);
     await get(site.urlB('/'), 'idle');
     const listed = async () =>
       (
@@ -140,7 +131,7 @@ describe('session terms per rule', () => {
   });
 
   test('POST request reports the session and the rule in its data', async () => {
-    await putRules([{ name: 'api', match: { hosts: ['127.0.0.1'] } }]);
+    await putRules(t, [{ name: 'api', match: { hosts: ['127.0.0.1'] } }]);
     const res = await t.app.inject({
       method: 'POST',
       url: '/api/v1/request',
