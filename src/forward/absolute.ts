@@ -54,6 +54,9 @@ export async function handleAbsolute(
   await forwardRequest(d, req, res, target, door.params, 'http');
 }
 
+/** X-Rota-Attempts' values made once: a call takes at most ROTA_MAX_RETRIES (10) attempts. */
+const ATTEMPTS: readonly string[] = Array.from({ length: 11 }, (_, n) => String(n));
+
 /**
  * One request of a client forwarded through the engine and its answer written back: the absolute-URI
  * path's (`http`) and an inspected HTTPS connection's (`inspect`, forward/inspect.ts). `to` is the
@@ -98,7 +101,7 @@ export async function forwardRequest(
   d.metrics.answered(listener, null);
   const headers = endToEnd(answer.headers, RESPONSE_HOP);
   headers['x-rota-proxy-id'] = out.proxyId;
-  headers['x-rota-attempts'] = String(out.attempts);
+  headers['x-rota-attempts'] = ATTEMPTS[out.attempts] ?? String(out.attempts);
   if (out.session !== undefined) headers['x-rota-session'] = out.session;
   if (out.policy !== undefined) headers['x-rota-policy'] = out.policy;
   res.writeHead(answer.statusCode, headers);
