@@ -130,6 +130,22 @@ describe('session terms per rule', () => {
     assert.equal((gone.json() as { error: { code: string } }).error.code, 'SESSION_NOT_FOUND');
   });
 
+  test('min_interval_ms with a session: the call waits for its pinned proxy rather than moving', async () => {
+    await putRules(t, [{ name: 'paced', match: { hosts: ['127.0.0.1'] }, min_interval_ms: 300 }]);
+    const first = await get(site.urlB('/p'), 'paced');
+    const rest = await Promise.all([1, 2, 3].map(() => get(site.urlB('/p'), 'paced')));
+    assert.deepEqual(
+      rest.map((r) => r.proxy),
+      [first.proxy, first.proxy, first.proxy],
+      'every call on the pinned proxy',
+    );
+    const at = site.seen.filter((s) => s.path === '/p').map((s) => s.at);
+    for (let i = 1; i < at.length; i++) {
+      const since = (at[i] as number) - (at[0] as number);
+      assert.ok(since >= i * 300 - 60, `request ${i} ${since.toFixed(1)} ms after the first`);
+    }
+  });
+
   test('POST request reports the session and the rule in its data', async () => {
     await putRules(t, [{ name: 'api', match: { hosts: ['127.0.0.1'] } }]);
     const res = await t.app.inject({

@@ -142,6 +142,17 @@ export class Selector {
     return paceWaitMs(this.rules, req, this.pool.all());
   }
 
+  /**
+   * A session pinned to a proxy that the rule's pace (min_interval_ms) holds back from the host for now:
+   * the call waits for its proxy (the executor's pace wait) rather than moving the session.
+   */
+  private pinWaits(req: Selection, eligible: (e: ProxyEntry) => boolean): boolean {
+    const id = req.sessionId;
+    if (id === undefined || id === '' || req.rule?.minIntervalMs === undefined) return false;
+    const pin = this.sessions.peek(id, req.terms);
+    return pin !== null && !eligible(pin) && eligibility(this.rules, req, 'pace')(pin);
+  }
+
   /** An attempt starts through `e` (a rule's pace counts from here). */
   started(e: ProxyEntry, req: Selection): void {
     if (req.rule?.minIntervalMs !== undefined && req.host !== undefined) {
@@ -151,6 +162,7 @@ export class Selector {
 
   pick(req: Selection): ProxyEntry | null {
     const candidates: Candidates = { members: this.pool.all(), eligible: eligibility(this.rules, req) };
+    if (this.pinWaits(req, candidates.eligible)) return null;
     const strategy = this.strategyOf(req);
     const id = req.sessionId;
     const chosen =

@@ -115,6 +115,14 @@ export class SessionTable {
     return this.repin(key, ok, fresh, terms, null, now);
   }
 
+  /** The proxy session `key` is pinned to and would keep (live, not faulted, term not over); no side effect. */
+  peek(key: string, terms: SessionTerms = this.defaults): ProxyEntry | null {
+    const pin = this.sessions.get(key);
+    const now = this.now();
+    if (pin === undefined || now - pin.lastUsed >= terms.idleMs) return null;
+    return this.servedOut(pin, terms, now) || !this.holds(pin) ? null : pin.entry;
+  }
+
   private repin(
     key: string,
     ok: Usable,
