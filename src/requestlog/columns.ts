@@ -20,6 +20,7 @@ import { type CallOutcome, LogEntry, outcomeOf, pathOnly } from './entry.ts';
 const INLINE = 4;
 const SCHEMES = [undefined, 'http', 'https'] as const;
 const NONE = -1;
+const SUCCESS = ATTEMPT_OUTCOMES.indexOf('success');
 
 /** Interned host names, so that each call's fresh host string is not what the ring keeps. */
 class Interned {
@@ -167,10 +168,9 @@ export class Columns {
   deliveredProxyAt(slot: number): string | undefined {
     if ((this.#flags[slot]! & 1) === 0) return undefined;
     const want = this.#delivered[slot]!;
-    const success = ATTEMPT_OUTCOMES.indexOf('success');
     for (let i = this.#n[slot]! - 1; i >= 0; i--) {
       const k = slot * INLINE + i;
-      if (want === NONE ? this.#aOutcome[k] === success : this.#aNumber[k] === want) return this.#aProxy[k];
+      if (want === NONE ? this.#aOutcome[k] === SUCCESS : this.#aNumber[k] === want) return this.#aProxy[k];
     }
     return undefined;
   }

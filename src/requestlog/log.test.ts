@@ -113,6 +113,29 @@ describe('request log', () => {
     assert.equal(log.list({}, 1, 10).total, 0);
   });
 
+  it('completes a call left open while thousands of later calls opened and ended (with and without the ring)', () => {
+    for (const size of [10_000, 0]) {
+      const bytes: number[] = [];
+      const hosts = {
+        recordCall() {},
+        addBytes: (_h: string, _p: string | undefined, n: number) => bytes.push(n),
+      };
+      const log = new RequestLog({ size, now: () => 0, hosts });
+      const first = call();
+      log.onCall(first);
+      // More than the open-call table's 4,096 entries: a later call takes the first one's entry.
+      for (let i = 0; i < 5_000; i++) {
+        const c = call();
+        log.onCall(c);
+        log.ended(c.id ?? 0, 0, 1);
+      }
+      log.ended(first.id ?? 0, 7, 8);
+      assert.equal(bytes.length, 5_001);
+      assert.equal(bytes.at(-1), 15, `size ${size}`);
+      if (size > 0) assert.equal(log.list({}, 1, 10_000).items.find((e) => e.call.id === first.id)?.down, 8);
+    }
+  });
+
   it(`holds 10,000 records within ${RECORD_BYTES_BOUND} bytes each`, (t) => {
     v8.setFlagsFromString('--expose-gc');
     const gc = vm.runInNewContext('gc') as () => void;

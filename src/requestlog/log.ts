@@ -12,7 +12,8 @@ import { type CallOutcome, deliveredOf, LogEntry } from './entry.ts';
  *   Executor ──onCall──▶ columns (shown as open) · hosts ──▶ listeners, if it failed
  *   door ──Executor.ended(id, up, down)──▶ bytes, duration ──▶ hosts' bytes · listeners
  *
- * Per call: a slot's writes and, while its answer flows, one map entry; objects only for listeners.
+ * Per call: one clock read at its report and one at its end, a slot's writes and, while its answer
+ * flows, one entry of a fixed table (no map entry, no object); objects only for listeners.
  * Per instance: each instance keeps its own log (the API says so).
  */
 
@@ -29,8 +30,9 @@ export type LogListener = (e: LogEntry) => void;
 
 /** What per-host analytics take from the log (hosts/hosts.ts). */
 export interface HostSink {
-  recordCall(c: CallRecord): void;
-  addBytes(host: string, proxyId: string | undefined, bytes: number): void;
+  /** `now`: the log's own reading of the clock, so that a call reads it once. */
+  recordCall(c: CallRecord, now?: number): void;
+  addBytes(host: string, proxyId: string | undefined, bytes: number, now?: number): void;
 }
 
 /**
@@ -41,6 +43,13 @@ export const RECORD_BYTES_BOUND = 1_024;
 
 /** Open calls kept at most: a door that never tells the end must not make the map grow for ever. */
 const MAX_OPEN = 100_000;
+/**
+ * Open calls are first kept in a table of this many entries, at `id % OPEN_TABLE` (ids follow each
+ * other, so calls open at the same time rarely meet there): a call's open and end are a few array
+ * writes, where a Map's set and delete per call cost ~1% CPU per absolute-URI GET (its table is
+ * rebuilt as entries come and go). A call that finds its entry taken moves the older one to the maps.
+ */
+const OPEN_TABLE = 4_096;
 /** Ends told before their call was reported (a hedged call reports once its overtaken attempts let go). */
 const MAX_EARLY = 1_000;
 
@@ -54,7 +63,14 @@ export class RequestLog {
   readonly #cols: Columns | null;
   readonly #now: () => number;
   readonly #hosts: HostSink | undefined;
-  /** Open calls by id: their slot (with the ring), or their record (without). */
+  /** Open calls: the table (OPEN_TABLE) by `id % OPEN_TABLE`, -1 where none. */
+  readonly #tId = new Float64Array(OPEN_TABLE).fill(-1);
+  /** With the ring: the call's slot. */
+  readonly #tSlot = new Int32Array(OPEN_TABLE);
+  /** Without: its record and start (a LogEntry is made only when it is told to listeners). */
+  readonly #tCall: (CallRecord | undefined)[] = new Array<CallRecord | undefined>(OPEN_TABLE).fill(undefined);
+  readonly #tAt = new Float64Array(OPEN_TABLE);
+  /** Open calls the table had no room for, by id: their slot (with the ring), or their record (without). */
   readonly #open = new Map<number, number>();
   readonly #openCalls = new Map<number, LogEntry>();
   readonly #early = new Map<number, Early>();
@@ -78,7 +94,7 @@ export class RequestLog {
   onCall(call: CallRecord): void {
     const now = this.#now();
     const at = now - call.latencyMs;
-    this.#hosts?.recordCall(call);
+    this.#hosts?.recordCall(call, now);
     const slot = this.#cols === null ? -1 : this.#cols.push(call, at);
     const id = call.id;
     if (!call.ok || id === undefined) {
@@ -92,26 +108,58 @@ export class RequestLog {
       else this.#endEntry(new LogEntry(call, at), early.up, early.down, early.at);
       return;
     }
-    if (slot >= 0) {
-      if (this.#open.size >= MAX_OPEN) this.#open.delete(this.#open.keys().next().value as number);
-      this.#open.set(id, slot);
-    } else if (this.#hosts !== undefined || this.#listeners.size > 0) {
-      if (this.#openCalls.size >= MAX_OPEN)
-        this.#openCalls.delete(this.#openCalls.keys().next().value as number);
-      this.#openCalls.set(id, new LogEntry(call, at));
+    if (slot < 0 && this.#hosts === undefined && this.#listeners.size === 0) return;
+    const k = id % OPEN_TABLE;
+    const held = this.#tId[k]!;
+    if (held !== -1) this.#toMaps(k, held);
+    this.#tId[k] = id;
+    if (slot >= 0) this.#tSlot[k] = slot;
+    else {
+      this.#tCall[k] = call;
+      this.#tAt[k] = at;
     }
+  }
+
+  /** The table's entry `k` (call `id`) makes room: into the maps, as it was kept before the table. */
+  #toMaps(k: number, id: number): void {
+    if (this.#cols !== null) {
+      if (this.#open.size >= MAX_OPEN) this.#open.delete(this.#open.keys().next().value as number);
+      this.#open.set(id, this.#tSlot[k]!);
+      return;
+    }
+    if (this.#openCalls.size >= MAX_OPEN)
+      this.#openCalls.delete(this.#openCalls.keys().next().value as number);
+    this.#openCalls.set(id, new LogEntry(this.#tCall[k] as CallRecord, this.#tAt[k]!));
+    this.#tCall[k] = undefined;
   }
 
   /** The call `id` is over: its bytes each way (Executor.ended). */
   ended(id: number, up: number, down: number): void {
-    const slot = this.#open.get(id);
+    const k = id % OPEN_TABLE;
+    if (this.#tId[k] === id) {
+      this.#tId[k] = -1;
+      const cols = this.#cols;
+      if (cols !== null) {
+        const slot = this.#tSlot[k]!;
+        // Overwritten meanwhile (10,000 newer calls while it went on): nothing left to complete.
+        if (cols.idAt(slot) === id) this.#ended(slot, up, down, this.#now());
+        return;
+      }
+      const call = this.#tCall[k] as CallRecord;
+      this.#tCall[k] = undefined;
+      const at = this.#tAt[k]!;
+      if (this.#listeners.size > 0) this.#endEntry(new LogEntry(call, at), up, down, this.#now());
+      else if (call.host !== undefined)
+        this.#hosts?.addBytes(call.host, deliveredOf(call)?.proxyId, up + down, this.#now());
+      return;
+    }
+    const slot = this.#open.size > 0 ? this.#open.get(id) : undefined;
     if (slot !== undefined) {
       this.#open.delete(id);
-      // Overwritten meanwhile (10,000 newer calls while it went on): nothing left to complete.
       if (this.#cols?.idAt(slot) === id) this.#ended(slot, up, down, this.#now());
       return;
     }
-    const e = this.#openCalls.get(id);
+    const e = this.#openCalls.size > 0 ? this.#openCalls.get(id) : undefined;
     if (e !== undefined) {
       this.#openCalls.delete(id);
       this.#endEntry(e, up, down, this.#now());
@@ -125,14 +173,14 @@ export class RequestLog {
     const cols = this.#cols as Columns;
     cols.end(slot, up, down, now);
     const host = cols.hostAt(slot);
-    if (host !== undefined) this.#hosts?.addBytes(host, cols.deliveredProxyAt(slot), up + down);
+    if (host !== undefined) this.#hosts?.addBytes(host, cols.deliveredProxyAt(slot), up + down, now);
     if (this.#listeners.size > 0) this.#tell(cols.entry(slot));
   }
 
   #endEntry(e: LogEntry, up: number, down: number, now: number): void {
     e.end(up, down, now);
     const host = e.call.host;
-    if (host !== undefined) this.#hosts?.addBytes(host, deliveredOf(e.call)?.proxyId, up + down);
+    if (host !== undefined) this.#hosts?.addBytes(host, deliveredOf(e.call)?.proxyId, up + down, now);
     if (this.#listeners.size > 0) this.#tell(e);
   }
 

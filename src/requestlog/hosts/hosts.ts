@@ -1,5 +1,4 @@
 import type { CallRecord } from '../../metrics/calls.ts';
-import { banSeenOf, outcomeOf } from '../entry.ts';
 import { type Held, SpaceSaving } from './sketch.ts';
 import { SLOT_MS, SLOTS, SlotStats, type Totals } from './slots.ts';
 
@@ -54,31 +53,38 @@ export class HostAnalytics {
     return this.#hosts.size;
   }
 
-  /** One call as the engine reports it (bytes come later: addBytes). */
-  recordCall(c: CallRecord): void {
+  /**
+   * One call as the engine reports it (bytes come later: addBytes). `now`: the caller's reading of the
+   * clock, if it has one. One pass over the attempts: the call's outcome (entry.ts outcomeOf: a success
+   * unless the answer delivered was a ban; a failure when it did not answer) and whether a ban was
+   * seen (banSeenOf) are read there too.
+   */
+  recordCall(c: CallRecord, now: number = this.#now()): void {
     const host = c.host;
     if (host === undefined) return;
-    const now = this.#now();
     this.#roll(now);
     const h = this.#hosts.touch(host, freshHost, clearHost).value;
-    const outcome = outcomeOf(c);
-    const ban = banSeenOf(c);
-    h.all.add(now, outcome === 'success', ban, outcome !== 'success' && outcome !== 'banned', c.latencyMs);
+    const n = c.deliveredAttempt;
+    let ban = false;
+    let deliveredBan = false;
     for (const a of c.attempts) {
       const p = h.proxies.touch(a.proxyId, freshStats, clearStats).value;
       const banned = a.kind === 'banned';
       const fault = a.outcome === 'proxy_error' || a.outcome === 'timeout';
       p.add(now, !banned && !fault, banned, fault, a.latencyMs);
+      if (banned) ban = true;
+      if (n === undefined ? a.outcome === 'success' : a.attempt === n) deliveredBan = banned;
     }
+    h.all.add(now, c.ok && !deliveredBan, ban, !c.ok, c.latencyMs);
   }
 
   /** A call's bytes, once its answer or tunnel is over: the host's, and the delivering proxy's there. */
-  addBytes(host: string, proxyId: string | undefined, bytes: number): void {
+  addBytes(host: string, proxyId: string | undefined, bytes: number, now?: number): void {
     const h = this.#hosts.get(host)?.value;
     if (h === undefined) return;
-    const now = this.#now();
-    h.all.addBytes(now, bytes);
-    if (proxyId !== undefined) h.proxies.get(proxyId)?.value.addBytes(now, bytes);
+    const t = now ?? this.#now();
+    h.all.addBytes(t, bytes);
+    if (proxyId !== undefined) h.proxies.get(proxyId)?.value.addBytes(t, bytes);
   }
 
   /** The busiest hosts of the last hour, at most `limit`. */
