@@ -1,9 +1,9 @@
+import { poolStatus } from '../control/status.ts';
 import { RotaError } from '../errors/rota-error.ts';
 import type { CallerSignal } from '../lib/abort.ts';
 import { poolEmptyError } from '../outbound/call-error.ts';
 import { bufferedWork } from '../outbound/works.ts';
 import type { AddProxyInput } from '../pool/pool.ts';
-import { healthyPercentage, summarize } from '../pool/summary.ts';
 import type { StatusFilter } from '../pool/types.ts';
 import { proxyView } from '../pool/view.ts';
 import type { Services } from '../services.ts';
@@ -95,20 +95,8 @@ export class LocalBackend implements RotaBackend {
 
   /** GET status's data (http/routes/monitoring.ts). */
   async poolStatus(): Promise<Json> {
-    const s = summarize(this.#s.pool);
-    const last = this.#s.selector.lastRotation;
-    return {
-      pool_stats: {
-        total: s.total,
-        active: s.active,
-        failed: s.failing,
-        healthy_percentage: healthyPercentage(s),
-        last_rotation: last === null ? null : new Date(last).toISOString(),
-      },
-      rotation_strategy: this.#s.settings.get().rotation_strategy,
-      storage_backend: this.#s.store.backend,
-      config_source: this.#s.settings.source,
-    };
+    const { pool, settings, store, selector } = this.#s;
+    return poolStatus({ pool, settings, backend: store.backend, lastRotation: selector.lastRotation });
   }
 
   async listProxies(q: ListProxiesQuery): Promise<Json> {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
-import { healthyPercentage, poolHealth, summarize } from '../../pool/summary.ts';
+import { poolStatus } from '../../control/status.ts';
+import { poolHealth, summarize } from '../../pool/summary.ts';
 import { ErrorEnvelope, errorResponses, Nullable } from '../../schemas/common.ts';
 import type { Services } from '../../services.ts';
 import { VERSION } from '../../version.ts';
@@ -154,23 +155,13 @@ export function monitoringRoutes(services: Services, lastRotation: () => number 
       {
         schema: { tags: TAG, summary: 'Pool status', response: { 200: StatusSchema, ...errorResponses() } },
       },
-      async () => {
-        const s = summarize(services.pool);
-        const last = lastRotation();
-        return {
-          pool_stats: {
-            total: s.total,
-            active: s.active,
-            failed: s.failing,
-            healthy_percentage: healthyPercentage(s),
-            checked: s.checked,
-            last_rotation: last === null ? null : new Date(last).toISOString(),
-          },
-          rotation_strategy: services.settings.get().rotation_strategy,
-          storage_backend: services.store.backend,
-          config_source: services.settings.source,
-        };
-      },
+      async () =>
+        poolStatus({
+          pool: services.pool,
+          settings: services.settings,
+          backend: services.store.backend,
+          lastRotation: lastRotation(),
+        }),
     );
   };
 }
