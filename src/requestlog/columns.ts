@@ -125,7 +125,12 @@ export class Columns {
     this.#delivered[s] = c.deliveredAttempt ?? NONE;
     this.#method[s] = c.method;
     this.#host[s] = this.#hosts.of(c.host);
-    this.#path[s] = pathOnly(c.path);
+    // The previous call's path string when it is the same path (scrapers ask the same paths again and
+    // again): the ring, in the old generation, then keeps no young string of this call to be copied
+    // by each scavenge and promoted.
+    const path = pathOnly(c.path);
+    const prev = this.#path[s === 0 ? this.capacity - 1 : s - 1];
+    this.#path[s] = path !== null && path === prev ? prev : path;
     this.#session[s] = c.sessionId;
     this.#rule[s] = c.rule;
     this.#error[s] = c.errorCode;
