@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { type BanTarget, startBanTarget } from './fixtures/ban-target.ts';
-import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
-import { addUpstream, type ListeningApp, listeningApp, viaProxy } from './helpers/forward.ts';
+import type { BanTarget } from './fixtures/ban-target.ts';
+import { type BanRig, banRig } from './helpers/ban-rig.ts';
+import { type ListeningApp, viaProxy } from './helpers/forward.ts';
 import { putPolicies, putRules } from './helpers/policies.ts';
 
 /*
@@ -19,24 +19,16 @@ const META = [
   { tags: ['dc'], country: 'DE' },
   { tags: ['dc'], country: 'US' },
 ];
+let rig: BanRig;
 let site: BanTarget;
-let proxies: ForwardProxy[];
 let t: ListeningApp;
-let ids: string[];
+let ids: readonly string[];
 
 before(async () => {
-  site = await startBanTarget([]);
-  proxies = await Promise.all(EGRESS.map((egress) => startForwardProxy({ egress })));
-  t = await listeningApp({ ROTA_MAX_RETRIES: '4', ROTA_STRATEGY: 'random' });
-  ids = [];
-  for (const [i, p] of proxies.entries()) {
-    ids.push(await addUpstream(t, { url: `http://127.0.0.1:${p.port}`, ...META[i] }));
-  }
+  rig = await banRig(EGRESS, { ROTA_MAX_RETRIES: '4', ROTA_STRATEGY: 'random' }, META);
+  ({ site, t, ids } = rig);
 });
-after(async () => {
-  await t.close();
-  await Promise.all([site.close(), ...proxies.map((p) => p.close())]);
-});
+after(() => rig.close());
 beforeEach(async () => {
   site.banned = new Set();
   site.mode = { kind: '403' };
