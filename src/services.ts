@@ -148,6 +148,7 @@ export async function createServices(
     bans,
     refusals,
     providerSessions,
+    onPaceRefused: (rule) => policyMetrics.rateLimited(rule),
   });
   const prelude = new CallPrelude({
     ssrf,

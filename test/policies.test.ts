@@ -246,6 +246,23 @@ describe('a rule applies to the calls its match fits, the first in order', () =>
     }
   });
 
+  test('min_interval_ms past the timeout: 429 HOST_RATE_LIMITED, counted for the rule', async () => {
+    await putRules(t, [
+      {
+        name: 'slow-pace',
+        match: { hosts: ['127.0.0.1'] },
+        proxies: { countries: ['US'] },
+        min_interval_ms: 5_000,
+      },
+    ]);
+    await call({ url: site.urlB('/first'), timeout: 2 });
+    const refused = await call({ url: site.urlB('/second'), timeout: 1 }, 429);
+    assert.equal((refused.json() as { error: { code: string } }).error.code, 'HOST_RATE_LIMITED');
+    assert.ok(Number(refused.headers['retry-after']) >= 4);
+    const metrics = (await t.app.inject({ url: '/metrics' })).body;
+    assert.match(metrics, /rota_policy_rate_limited_total\{rule="slow-pace"\} 1\b/);
+  });
+
   test('host_rate_limit: spaced across the pool; past the timeout, 429 HOST_RATE_LIMITED with Retry-After', async () => {
     await putRules(t, [{ name: 'capped', match: { hosts: ['127.0.0.2'] }, host_rate_limit: '5/second' }]);
     const calls = Array.from({ length: 5 }, () => call({ url: site.urlA('/r'), timeout: 2 }));

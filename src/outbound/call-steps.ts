@@ -58,7 +58,9 @@ export async function waitForPace<R>(
   const left = c.deadline - d.monotonic();
   if (ms >= left) {
     if (s.answer) return 'none';
-    throw hostRateLimited(c.input.rule?.name ?? '', ms, 'min_interval_ms');
+    const rule = c.input.rule?.name ?? '';
+    d.onPaceRefused?.(rule);
+    throw hostRateLimited(rule, ms, 'min_interval_ms');
   }
   return (await delay(ms, c.input.signal)) ? 'again' : 'none';
 }

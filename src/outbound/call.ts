@@ -84,6 +84,8 @@ export interface ExecutorDeps {
   onError: (err: unknown) => void;
   /** Ban detection (bans/judge.ts); none: answers are never judged. */
   bans?: { judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule): boolean } | undefined;
+  /** A rule's pace refused a call (429 HOST_RATE_LIMITED after min_interval_ms): per-rule metrics. */
+  onPaceRefused?: ((rule: string) => void) | undefined;
   /** Provider sessions of gateways (gateways.ts): a ban moves a session's to the next. */
   providerSessions: ProviderSessions;
   /** Refusals of one target by one proxy (bans/refusals.ts); none: they cool nothing down. */

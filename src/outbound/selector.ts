@@ -139,6 +139,12 @@ export class Selector {
 
   /** Ms until the rule's pace (min_interval_ms) lets some proxy start a request to the host; null: no wait helps. */
   paceWaitMs(req: Selection): number | null {
+    // A session waits for its own proxy (pinWaits), not for the first free one.
+    const pin = this.waitingPin(req, eligibility(this.rules, req));
+    if (pin !== null && req.host !== undefined && req.rule?.minIntervalMs !== undefined) {
+      const free = this.rules.lastStarts.freeAt(req.host, pin.record.id, req.rule.minIntervalMs);
+      return Math.max(0, free - this.deps.now());
+    }
     return paceWaitMs(this.rules, req, this.pool.all());
   }
 
@@ -146,11 +152,11 @@ export class Selector {
    * A session pinned to a proxy that the rule's pace (min_interval_ms) holds back from the host for now:
    * the call waits for its proxy (the executor's pace wait) rather than moving the session.
    */
-  private pinWaits(req: Selection, eligible: (e: ProxyEntry) => boolean): boolean {
+  private waitingPin(req: Selection, eligible: (e: ProxyEntry) => boolean): ProxyEntry | null {
     const id = req.sessionId;
-    if (id === undefined || id === '' || req.rule?.minIntervalMs === undefined) return false;
+    if (id === undefined || id === '' || req.rule?.minIntervalMs === undefined) return null;
     const pin = this.sessions.peek(id, req.terms);
-    return pin !== null && !eligible(pin) && eligibility(this.rules, req, 'pace')(pin);
+    return pin !== null && !eligible(pin) && eligibility(this.rules, req, 'pace')(pin) ? pin : null;
   }
 
   /** An attempt starts through `e` (a rule's pace counts from here). */
@@ -162,7 +168,7 @@ export class Selector {
 
   pick(req: Selection): ProxyEntry | null {
     const candidates: Candidates = { members: this.pool.all(), eligible: eligibility(this.rules, req) };
-    if (this.pinWaits(req, candidates.eligible)) return null;
+    if (this.waitingPin(req, candidates.eligible) !== null) return null;
     const strategy = this.strategyOf(req);
     const id = req.sessionId;
     const chosen =

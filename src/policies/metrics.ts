@@ -27,7 +27,7 @@ export class PolicyMetrics {
     });
     this.#limited = new Counter({
       name: 'rota_policy_rate_limited_total',
-      help: "Calls a policy rule's host_rate_limit refused (429 HOST_RATE_LIMITED)",
+      help: "Calls a policy rule's host_rate_limit or min_interval_ms refused (429 HOST_RATE_LIMITED)",
       labelNames: ['rule'],
       registers,
     });
