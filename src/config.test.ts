@@ -106,6 +106,35 @@ describe('config', () => {
     assert.ok(!problems.join('\n').includes('short'), 'the secret key value is never echoed');
   });
 
+  it('reads the session defaults and the challenge switch, and names a bad value', () => {
+    const d = loadConfig({});
+    assert.deepEqual(d.sessions, {
+      idleTtlS: 600,
+      maxTtlS: 0,
+      maxRequests: 0,
+      scope: 'all',
+      onBan: 'rotate',
+    });
+    assert.equal(d.proxyChallenge, false);
+    const c = loadConfig({
+      ROTA_SESSION_SCOPE: 'host',
+      ROTA_SESSION_ON_BAN: 'keep',
+      ROTA_PROXY_CHALLENGE: 'true',
+    });
+    assert.equal(c.sessions.scope, 'host');
+    assert.equal(c.sessions.onBan, 'keep');
+    assert.equal(c.proxyChallenge, true);
+    const problems = problemsOf({
+      ROTA_SESSION_SCOPE: 'site',
+      ROTA_SESSION_ON_BAN: 'drop',
+      ROTA_SESSION_IDLE_TTL_S: '0',
+    });
+    assert.equal(problems.length, 3, problems.join('\n'));
+    assert.ok(problems.some((p) => p.startsWith('ROTA_SESSION_SCOPE: expected one of all, host')));
+    assert.ok(problems.some((p) => p.startsWith('ROTA_SESSION_ON_BAN: expected one of rotate, keep')));
+    assert.ok(problems.some((p) => p.startsWith('ROTA_SESSION_IDLE_TTL_S')));
+  });
+
   it('refuses auth without a key, and a wildcard origin with credentials', () => {
     assert.deepEqual(
       problemsOf({ ROTA_REQUIRE_AUTH: 'true' }).map((p) => p.split(':')[0]),

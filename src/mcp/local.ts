@@ -1,3 +1,4 @@
+import { reportBan } from '../bans/report.ts';
 import { poolStatus } from '../control/status.ts';
 import { RotaError } from '../errors/rota-error.ts';
 import type { CallerSignal } from '../lib/abort.ts';
@@ -17,7 +18,6 @@ import type {
   RotaBackend,
   RotateQuery,
 } from './backend.ts';
-import { reportBan } from './local-bans.ts';
 
 /** Route limits a tool call counts against, as the matching REST route does (http/rate-limit.ts). */
 export type ToolLimit = 'request' | 'addProxy' | 'healthCheck' | 'config';
@@ -145,7 +145,9 @@ export class LocalBackend implements RotaBackend {
 
   async reportBan(b: BanReport): Promise<Json> {
     await this.#caller.charge('config');
-    return this.#audited('bans.report', 201, { body: b }, async () => reportBan(this.#s, b));
+    return this.#audited('bans.report', 201, { body: b }, async () =>
+      reportBan({ bans: this.#s.bans, known: (id) => this.#s.pool.get(id) !== undefined }, b),
+    );
   }
 
   async addProxy(body: Record<string, unknown>): Promise<Json> {

@@ -28,8 +28,12 @@ export function isGateway(r: ProxyRecord): boolean {
  * country filter (a listener's `-country-XX`) passes it whatever its own country.
  */
 export function servesAnyCountry(r: ProxyRecord): boolean {
-  const t = `${r.usernameTemplate ?? ''}${r.passwordTemplate ?? ''}`;
-  return t.includes('{country}') || t.includes('{COUNTRY}');
+  return rendersCountry(r.usernameTemplate) || rendersCountry(r.passwordTemplate);
+}
+
+function rendersCountry(t: string | null | undefined): boolean {
+  // Asked for every proxy of another country a country filter passes over: no string built.
+  return t != null && (t.includes('{country}') || t.includes('{COUNTRY}'));
 }
 
 /** What one attempt through a gateway dials with, and the key its bans are kept under. */

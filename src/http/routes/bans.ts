@@ -6,7 +6,7 @@ import {
   BanPolicyUpdateSchema,
   banPolicyProblems,
 } from '../../bans/policy.ts';
-import { RotaError } from '../../errors/rota-error.ts';
+import { reportBan } from '../../bans/report.ts';
 import { BanReportBody as BanReport, BansQuery, BAN_HOST_PATTERN as HOST } from '../../schemas/bans.ts';
 import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../../schemas/common.ts';
 import { withNonBlankPatterns } from '../../schemas/config.ts';
@@ -146,13 +146,10 @@ export function banRoutes(services: Services): FastifyPluginAsync {
         },
       },
       async (req, reply) => {
-        const { proxy_id, host, cooldown_s } = req.body;
-        if (!services.pool.get(proxy_id)) {
-          throw new RotaError('PROXY_NOT_FOUND', 'Proxy not found', { details: { proxy_id } });
-        }
-        const e = services.bans.report(proxy_id, host.toLowerCase(), cooldown_s);
+        const known = (id: string) => services.pool.get(id) !== undefined;
+        const reported = reportBan({ bans: services.bans, known }, req.body);
         reply.code(201);
-        return ok(req, { proxy_id, host: e.host, until: new Date(e.until).toISOString(), count: e.count });
+        return ok(req, reported);
       },
     );
 
