@@ -55,6 +55,15 @@ describe('provider gateways', () => {
     assert.equal(d.banKey, `gw#${/session-([0-9a-f]{16})/.exec(d.record.username ?? '')?.[1]}`);
     assert.equal(r.username, null);
     assert.ok(isGateway(r) && servesAnyCountry(r));
+    const pw = render(
+      null,
+      gateway({ usernameTemplate: null, username: 'u', passwordTemplate: 'pw-{session}' }),
+      'k',
+      null,
+    );
+    assert.equal(pw.record.username, 'u');
+    assert.match(pw.record.password ?? '', /^pw-[0-9a-f]{16}$/, 'a password template renders too');
+    assert.ok(servesAnyCountry(gateway({ usernameTemplate: null, passwordTemplate: 'x-{COUNTRY}' })));
     assert.ok(!isGateway(gateway({ usernameTemplate: null })));
     assert.ok(!servesAnyCountry(gateway({ usernameTemplate: 'user-session-{session}' })));
   });
