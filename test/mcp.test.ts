@@ -156,6 +156,12 @@ for (const [kind, connect] of Object.entries(TRANSPORTS)) {
       assert.equal(proxy.requests.length, seen + 1, 'the fixture proxy carried it');
       assert.equal(proxy.requests.at(-1)?.target, target.url('/json').href);
       assert.deepEqual(r.content.at(-1), { type: 'text', text: '{"ok":true}' });
+      // The same call as POST request: its request-log record is closed, with its path and bytes.
+      const log = await t.app.inject({ url: '/api/v1/requests?page_size=1', headers: { 'x-api-key': KEY } });
+      const rec = (log.json() as { data: { items: Record<string, unknown>[] } }).data.items[0];
+      assert.equal(rec?.path, '/json');
+      assert.equal(rec?.open, false);
+      assert.ok(Number(rec?.bytes_down) > 0);
     });
 
     test('a body over max_bytes is cut there; binary content is described, not shown', async () => {

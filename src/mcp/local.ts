@@ -2,8 +2,8 @@ import { reportBan } from '../bans/report.ts';
 import { poolStatus } from '../control/status.ts';
 import { RotaError } from '../errors/rota-error.ts';
 import type { CallerSignal } from '../lib/abort.ts';
+import { bufferedCall } from '../outbound/buffered-call.ts';
 import { poolEmptyError } from '../outbound/call-error.ts';
-import { bufferedWork } from '../outbound/works.ts';
 import type { AddProxyInput } from '../pool/pool.ts';
 import type { StatusFilter } from '../pool/types.ts';
 import { proxyView } from '../pool/view.ts';
@@ -67,30 +67,19 @@ export class LocalBackend implements RotaBackend {
 
   async fetch(c: FetchCall): Promise<FetchAnswer> {
     await this.#caller.charge('request');
-    const { prelude, executor, dispatchers } = this.#s;
-    const target = parseTarget(c.url);
-    const body = c.body === null || c.body === undefined ? null : Buffer.from(c.body, 'utf8');
-    const req = { method: c.method, headers: c.headers, body };
-    const prepared = await prelude.prepare({
-      target,
-      work: (url) => bufferedWork(dispatchers, { ...req, url }, this.#s.config.maxResponseBytes),
+    const { prelude, executor, dispatchers, config } = this.#s;
+    const deps = { prelude, executor, dispatchers, maxResponseBytes: config.maxResponseBytes };
+    const a = await bufferedCall(deps, {
+      url: parseTarget(c.url),
+      method: c.method,
+      headers: c.headers,
+      body: c.body === null || c.body === undefined ? null : Buffer.from(c.body, 'utf8'),
       timeoutS: c.timeout,
       sessionId: c.session_id,
       country: c.country?.toUpperCase(),
-      ...(this.#caller.signal ? { signal: this.#caller.signal } : {}),
+      signal: this.#caller.signal,
     });
-    if (prepared instanceof RotaError) throw prepared;
-    const t0 = performance.now();
-    const r = await executor.execute(prepared);
-    return {
-      status_code: r.response.statusCode,
-      headers: r.response.headers,
-      body: r.response.body,
-      proxy_used: r.proxy.url,
-      proxy_id: r.proxy.record.id,
-      attempts: r.attempts,
-      elapsed_ms: Math.round((performance.now() - t0) * 100) / 100,
-    };
+    return { ...a.fields, body: a.body };
   }
 
   /** GET status's data (http/routes/monitoring.ts). */
@@ -113,15 +102,19 @@ export class LocalBackend implements RotaBackend {
   }
 
   async rotate(q: RotateQuery): Promise<Json> {
-    const { selector, breakers, clock, pool } = this.#s;
+    const { selector, breakers, clock, pool, prelude } = this.#s;
+    const host = q.host?.toLowerCase();
+    // As GET rotate: the pick a call to `host` would get, under the policy rule it would get.
+    const rule = host === undefined ? null : prelude.ruleFor({ host });
     const e = selector.pick({
       sessionId: q.session_id,
       country: q.country?.toUpperCase(),
-      host: q.host?.toLowerCase(),
+      host,
       coolingFallback: true,
+      rule: rule ?? undefined,
     });
     if (!e) throw poolEmptyError(breakers.earliestHalfOpenAt(), clock.now());
-    return proxyView(pool, e);
+    return { ...proxyView(pool, e), policy: rule?.name ?? null };
   }
 
   async checkProxies(ids: readonly string[] | undefined): Promise<Json> {

@@ -23,12 +23,6 @@ export interface Reported<R> {
 
 let lastCallId = 0;
 
-/** What the prelude's policies add to a call (read here whether or not they are there yet). */
-interface Later {
-  readonly session?: { readonly id: string } | undefined;
-  readonly rule?: { readonly name: string } | undefined;
-}
-
 /**
  * The record of call `c` as the caller sees it: the engine's facts and what the door asked (for the
  * request log). Strings are the input's own, none built here.
@@ -53,8 +47,8 @@ export function callRecord<R>(
     host: i.host,
     port: i.port,
     path: i.path,
-    sessionId: (i as Later).session?.id ?? i.sessionId,
-    rule: (i as Later).rule?.name,
+    sessionId: i.session?.id ?? i.sessionId,
+    rule: i.rule?.name,
   };
 }
 

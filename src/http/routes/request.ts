@@ -2,8 +2,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { type DetailItem, RotaError } from '../../errors/rota-error.ts';
 import { responseGone } from '../../lib/abort.ts';
+import { bufferedCall } from '../../outbound/buffered-call.ts';
 import { poolEmptyError } from '../../outbound/call-error.ts';
-import { bufferedWork } from '../../outbound/works.ts';
 import { proxyView } from '../../pool/view.ts';
 import { Envelope, errorResponses, Nullable, POOL_EMPTY } from '../../schemas/common.ts';
 import { ProxySchema } from '../../schemas/proxy.ts';
@@ -77,7 +77,7 @@ function decodeBody(b: ProxiedRequestBodyT): Buffer | null {
 
 export function requestRoutes(services: Services): FastifyPluginAsync {
   const { executor, selector, prelude, dispatchers } = services;
-  const { maxResponseBytes } = services.config;
+  const call = { prelude, executor, dispatchers, maxResponseBytes: services.config.maxResponseBytes };
   return async (app) => {
     app.post<{ Body: ProxiedRequestBodyT }>(
       '/request',
@@ -102,35 +102,17 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
         const b = req.body;
         const url = parseTarget(b.url);
         checkHeaders(b.headers);
-        const body = decodeBody(b);
-        const { method, headers } = b;
-        const prepared = await prelude.prepare({
-          target: url,
-          work: (checked) =>
-            bufferedWork(dispatchers, { url: checked, method, headers, body }, maxResponseBytes),
+        const a = await bufferedCall(call, {
+          url,
+          method: b.method,
+          headers: b.headers,
+          body: decodeBody(b),
           timeoutS: b.timeout,
           sessionId: b.session_id,
           country: b.country?.toUpperCase(),
           signal: responseGone(reply.raw),
-          door: 'api',
-          scheme: url.protocol === 'https:' ? 'https' : 'http',
-          path: url.pathname,
         });
-        if (prepared instanceof RotaError) throw prepared;
-        const t0 = performance.now();
-        const r = await executor.execute(prepared);
-        executor.ended(r.callId, body?.length ?? 0, r.response.body.length);
-        const fields = {
-          status_code: r.response.statusCode,
-          headers: r.response.headers,
-          proxy_used: r.proxy.url,
-          proxy_id: r.proxy.record.id,
-          attempts: r.attempts,
-          elapsed_ms: Math.round((performance.now() - t0) * 100) / 100,
-          ...(r.session === undefined ? {} : { session_id: r.session }),
-          ...(r.rule === undefined ? {} : { policy: r.rule }),
-        };
-        return sendProxied(req, reply, fields, r.response.body);
+        return sendProxied(req, reply, a.fields, a.body);
       },
     );
 
