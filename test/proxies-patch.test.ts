@@ -107,6 +107,30 @@ describe('PATCH proxies and export/import (inject)', () => {
     }
   });
 
+  it('export?credentials=true needs the key whenever one is set, even with auth off', async () => {
+    const keyed = await makeApp({ ROTA_API_KEY: 'export-key-0123456789abcdef' });
+    try {
+      await keyed.app.inject({
+        method: 'POST',
+        url: '/api/v1/proxies',
+        ...json({ url: 'http://u:pw-9@127.0.0.1:9' }),
+      });
+      const url = '/api/v1/proxies/export?credentials=true';
+      const refused = await keyed.app.inject({ url });
+      assert.equal(refused.statusCode, 401);
+      assert.ok(!refused.body.includes('pw-9'));
+      const plain = await keyed.app.inject({ url: '/api/v1/proxies/export' });
+      assert.equal(plain.statusCode, 200, 'without credentials it stays open as every read is');
+      const withKey = await keyed.app.inject({
+        url,
+        headers: { 'x-api-key': 'export-key-0123456789abcdef' },
+      });
+      assert.ok(withKey.body.includes('pw-9'));
+    } finally {
+      await keyed.close();
+    }
+  });
+
   it('what export writes, import takes: read-only fields ignored, with or without credentials', async () => {
     const exported = await t.app.inject({ method: 'GET', url: '/api/v1/proxies/export?credentials=true' });
     const target = await makeApp();

@@ -10,6 +10,7 @@
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import type { Pool, ProxyEntry } from '../pool/pool.ts';
+import { isGateway } from '../pool/types.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
 import { send } from '../upstream/send.ts';
 import { exitAddress } from './echo.ts';
@@ -43,7 +44,7 @@ export class ExitLearner {
 
   /** Asks the echo endpoint through `e` and records what it saw; never throws (nothing learned then). */
   async learn(e: ProxyEntry): Promise<void> {
-    if (e.record.usernameTemplate) return;
+    if (isGateway(e.record)) return;
     const ip = await this.#ask(e);
     if (ip === null || this.#d.pool.get(e.record.id) !== e) return;
     const geo = this.#d.geo?.lookup(ip) ?? { country: null, asn: null };

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { ProxyRecord } from '../pool/types.ts';
+import { isGateway, type ProxyRecord } from '../pool/types.ts';
 
 /**
  * Provider gateways: one pool entry (`gw.provider.example:7777`) whose provider picks the exit address by
@@ -18,10 +18,7 @@ import type { ProxyRecord } from '../pool/types.ts';
  * gateway's. A rendered username is a credential: it goes into the dial record and nowhere else.
  */
 
-/** A pool entry that renders its credentials per attempt. */
-export function isGateway(r: ProxyRecord): boolean {
-  return Boolean(r.usernameTemplate || r.passwordTemplate);
-}
+export { isGateway };
 
 /**
  * A gateway whose username (or password) names `{country}`: the provider serves the call's country, so a

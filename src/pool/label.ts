@@ -50,7 +50,8 @@ export function safeUsernamePart(name: string): string | null {
     }
     end = m.index + w.length;
   }
-  if (!cut) return `${[...name].slice(0, 2).join('')}…`;
+  // Nothing secret-looking to cut at: two characters of it, but never the whole of a short name.
+  if (!cut) return [...name].length <= 3 ? null : `${[...name].slice(0, 2).join('')}…`;
   const kept = name.slice(0, end);
   if (kept === '') return null;
   return kept.length > MAX_LABEL ? kept.slice(0, MAX_LABEL) : kept;

@@ -61,9 +61,14 @@ export interface ExitIdentity {
   readonly asn: number | null;
 }
 
+/** A provider gateway: credentials rendered per attempt from its templates (outbound/gateways.ts). */
+export function isGateway(r: Pick<ProxyRecord, 'usernameTemplate' | 'passwordTemplate'>): boolean {
+  return Boolean(r.usernameTemplate || r.passwordTemplate);
+}
+
 /** Whether the proxy has a username, a password or a template, decrypting nothing that is still sealed. */
 export function hasCredentials(r: ProxyRecord): boolean {
-  if (r.usernameTemplate || r.passwordTemplate) return true;
+  if (isGateway(r)) return true;
   return r.hasCredentials ?? (r.username !== null || r.password !== null);
 }
 

@@ -1,6 +1,6 @@
 import { safeLabel } from './label.ts';
 import type { Pool, ProxyEntry } from './pool.ts';
-import { hasCredentials } from './types.ts';
+import { hasCredentials, isGateway } from './types.ts';
 
 /** The public shape of a proxy (weight, country, tags included: docs/decisions.md). No credentials, ever. */
 export function proxyView(pool: Pool, e: ProxyEntry) {
@@ -19,7 +19,7 @@ export function proxyView(pool: Pool, e: ProxyEntry) {
     // Not by reading them: that would decrypt every proxy's credentials (NDJSON export, 100,000 of them)
     // and keep them in memory.
     has_credentials: hasCredentials(r),
-    kind: r.usernameTemplate ? ('gateway' as const) : ('static' as const),
+    kind: isGateway(r) ? ('gateway' as const) : ('static' as const),
     label: r.label ?? null,
     display_label: safeLabel(r),
     exit_ip: e.exit?.ip ?? null,

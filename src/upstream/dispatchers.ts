@@ -3,7 +3,7 @@ import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type tls from 'node:tls';
-import type { ProxyRecord } from '../pool/types.ts';
+import { isGateway, type ProxyRecord } from '../pool/types.ts';
 import { type DialerOptions, targetTls } from './dial.ts';
 import { createHttpProxyDispatcher } from './http-proxy.ts';
 import type { ProxyDispatcher } from './proxy-dispatcher.ts';
@@ -82,7 +82,7 @@ export class DispatcherCache {
   }
 
   get(record: ProxyRecord): ProxyDispatcher {
-    if (record.usernameTemplate || record.passwordTemplate) return this.#rendered(record);
+    if (isGateway(record)) return this.#rendered(record);
     const entry = this.#entries.get(record.id);
     // The hot path: the pool hands out the same record object until the proxy is updated.
     if (entry?.record === record) return entry.dispatcher;
@@ -110,16 +110,25 @@ export class DispatcherCache {
       this.#gateways.set(key, known);
       return known.dispatcher;
     }
+    if (known !== undefined) void this.#retire(known.dispatcher);
     const dispatcher = createDispatcher(record, this.#dialer);
     this.#gateways.set(key, { id: record.id, dispatcher });
-    if (this.#gateways.size > GATEWAY_DISPATCHERS) {
-      const [oldest] = this.#gateways;
-      if (oldest) {
-        this.#gateways.delete(oldest[0]);
-        void this.#retire(oldest[1].dispatcher);
-      }
-    }
+    if (this.#gateways.size > GATEWAY_DISPATCHERS) this.#evictIdle();
     return dispatcher;
+  }
+
+  /**
+   * Closes the least recently used gateway dispatcher with nothing in flight. One with requests running
+   * is never closed to make room: a client making fresh provider sessions fast must not cut the answers
+   * other calls are still streaming (the cache then holds more than its bound until they end).
+   */
+  #evictIdle(): void {
+    for (const [key, g] of this.#gateways) {
+      if (g.dispatcher.busy()) continue;
+      this.#gateways.delete(key);
+      void this.#retire(g.dispatcher);
+      return;
+    }
   }
 
   /** A raw tunnel to `target` through the proxy of `record` (the listeners' CONNECT and SOCKS5). */

@@ -146,6 +146,10 @@ export function proxyRoutes(services: Services): FastifyPluginAsync {
         },
         async (req, reply) => {
           const { status_filter, credentials } = req.query;
+          // Credentials leave only to a caller with the key, whenever there is a key (auth required or not).
+          if (credentials && services.config.apiKey && !req.apiKeyValid) {
+            throw new RotaError('UNAUTHORIZED', 'An export with credentials needs the API key');
+          }
           // Every export that holds credentials has its audit line, written before the first one leaves.
           if (credentials) auditCredentialExport(services, req);
           reply.type('application/x-ndjson; charset=utf-8').header('cache-control', 'no-store');
