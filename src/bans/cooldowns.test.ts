@@ -49,6 +49,27 @@ describe('cool-down table', () => {
     assert.equal(table.ban('r', 'h', terms(5)).until, 300_000);
   });
 
+  it("keeps a gateway's exits apart: listed under its id with a digest; removing it forgets them all", () => {
+    const table = new CooldownTable({ now: () => 0 });
+    table.ban('gw#s1', 'a.example', terms());
+    table.applyRemote('gw#s2', 'b.example', 10_000, 1);
+    table.ban('other', 'a.example', terms());
+    const listed = table.active();
+    assert.deepEqual(
+      listed.map((c) => c.proxyId),
+      ['gw', 'gw', 'other'],
+    );
+    assert.match(listed[0]?.exit ?? '', /^[0-9a-f]{12}$/);
+    assert.notEqual(listed[0]?.exit, listed[1]?.exit);
+    assert.ok(!JSON.stringify(listed).includes('s1'), 'never the provider session itself');
+    assert.equal(table.forHost('a.example')?.has('gw'), false, 'the gateway itself is not cooled');
+    table.removeProxy('gw');
+    assert.deepEqual(
+      table.active().map((c) => c.proxyId),
+      ['other'],
+    );
+  });
+
   it('lists active pairs by host, clears by host or all, forgets a removed proxy', () => {
     const clock = { t: 0 };
     const table = new CooldownTable({ now: () => clock.t });

@@ -49,6 +49,8 @@ export class CooldownTable {
   readonly #order = new Set<Cooldown>();
   readonly #now: () => number;
   readonly #max: number;
+  /** Gateways with exits in the table (keys `id#session`), for removeProxy. */
+  readonly #gateways = new Set<string>();
 
   constructor(opts: { now: () => number; max?: number }) {
     this.#now = opts.now;
@@ -77,6 +79,7 @@ export class CooldownTable {
     entry.since = now;
     entry.count = count;
     perHost.set(proxyId, entry);
+    this.#noteGateway(proxyId);
     this.#order.delete(entry);
     this.#order.add(entry);
     this.#bound();
@@ -95,6 +98,7 @@ export class CooldownTable {
     entry.until = Math.max(entry.until, until);
     entry.count = Math.max(entry.count, count);
     perHost.set(proxyId, entry);
+    this.#noteGateway(proxyId);
     this.#order.delete(entry);
     this.#order.add(entry);
     this.#bound();
@@ -144,15 +148,28 @@ export class CooldownTable {
 
   /** Forgets the pairs of `proxyId`, and of its exits when it is a gateway. */
   removeProxy(proxyId: string): void {
-    const exits = `${proxyId}#`;
+    // Only a gateway that had exits banned is worth a walk of every pair; any other, one get per host.
+    const exits = this.#gateways.delete(proxyId) ? `${proxyId}#` : null;
     for (const [host, perHost] of this.#byHost) {
-      for (const [key, c] of perHost) {
-        if (key !== proxyId && !key.startsWith(exits)) continue;
-        perHost.delete(key);
+      const c = perHost.get(proxyId);
+      if (c !== undefined) {
+        perHost.delete(proxyId);
         this.#order.delete(c);
+      }
+      if (exits !== null) {
+        for (const [key, e] of perHost) {
+          if (!key.startsWith(exits)) continue;
+          perHost.delete(key);
+          this.#order.delete(e);
+        }
       }
       if (perHost.size === 0) this.#byHost.delete(host);
     }
+  }
+
+  #noteGateway(key: string): void {
+    const i = key.indexOf('#');
+    if (i !== -1) this.#gateways.add(key.slice(0, i));
   }
 
   #bound(): void {
