@@ -126,7 +126,7 @@ export async function createServices(
       if (e.rule !== undefined) policyMetrics.ban(e.rule);
       prom.recordBan(e.status);
       retryMetrics.recordBan(keyParts(e.proxyId).entryId);
-      shared.banned(e.proxyId, e.host, e.until, e.count);
+      if (e.transient !== true) shared.banned(e.proxyId, e.host, e.until, e.count);
     },
     // A ban of one proxy bans every proxy last seen exiting from its address (exit/).
     (id) => exitSharers(pool, id),

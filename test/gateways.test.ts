@@ -137,6 +137,21 @@ describe('a provider gateway', () => {
     assert.equal(t.services.breakers.state(id), 'closed', 'a ban is never the gateway’s fault');
   });
 
+  test('without a session a ban is seen and cools nothing (its one-use exit key would never be met again)', async () => {
+    site.banned = new Set([EGRESSES[0] as string]);
+    const seenBefore = site.seen.length;
+    // The provider picks a random exit per request: call until one attempt was refused.
+    for (let i = 0; i < 40 && !site.seen.slice(seenBefore).some((s) => s.banned); i++) {
+      await api({ url: site.urlA('/fresh') });
+    }
+    assert.ok(
+      site.seen.slice(seenBefore).some((s) => s.banned),
+      'a ban was seen',
+    );
+    const bans = (await t.app.inject({ url: '/api/v1/bans' })).json() as { data: { total: number } };
+    assert.equal(bans.data.total, 0);
+  });
+
   test('the rendered username is never shown: API, logs, health check through a fresh session', async () => {
     const view = await t.app.inject({ url: `/api/v1/proxies/${id}` });
     // Its label is the template's words before the session (pool/label.ts); never a rendered one.

@@ -17,6 +17,8 @@ export interface BanEvent {
   readonly count: number;
   /** The policy rule of the call that saw it, if any. */
   readonly rule?: string | undefined;
+  /** Seen, nothing cooled (a gateway's one-use provider session): not told to other instances. */
+  readonly transient?: boolean;
 }
 
 /**
@@ -57,12 +59,25 @@ export class BanJudge {
   }
 
   /** True when `answer` is a ban of `proxyId` by `host` (and the pair is now cooling down). */
-  judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule): boolean {
+  /** `cool` false: the ban moves the call and is counted, but no pair cools down (outbound/gateways.ts). */
+  judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule, cool = true): boolean {
     const global = this.#policy.get();
     // A rule that sets ban fields turns detection on for its calls, whatever the global switch.
     const policy = rule?.ban === undefined ? global : { ...global, ...rule.ban, enabled: true };
     const signal = banSignal(policy, answer, this.#now);
     if (signal === undefined) return false;
+    if (!cool) {
+      this.#onBan({
+        proxyId,
+        host,
+        status: answer.status,
+        until: 0,
+        count: 0,
+        rule: rule?.name,
+        transient: true,
+      });
+      return true;
+    }
     const terms = {
       cooldownS: policy.cooldown_s,
       maxCooldownS: Math.max(policy.max_cooldown_s, policy.cooldown_s),

@@ -32,7 +32,7 @@ export interface AttemptDeps {
   readonly monotonic: () => number;
   /** Ban detection: true when the answer banned the proxy for `host`. */
   readonly bans?:
-    | { judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule): boolean }
+    | { judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule, cool?: boolean): boolean }
     | undefined;
   /** Refusals of one target by one proxy: the pair cools down (bans/refusals.ts). */
   readonly refusals?: { refused(proxyId: string, host: string, port: number): void } | undefined;
@@ -43,7 +43,7 @@ export interface AttemptInput<R> {
   /** What to dial with (a gateway's: this attempt's rendered credentials, outbound/gateways.ts). */
   readonly record: ProxyRecord;
   /** The proxy a ban of this attempt cools down: the entry's id, or a gateway's `id#provider session`. */
-  readonly banKey: string;
+  readonly banKey: string | null;
   readonly permit: Permit;
   /** 1-based attempt number within the call. */
   readonly n: number;
@@ -98,7 +98,9 @@ export function runAttempt<R>(d: AttemptDeps, a: AttemptInput<R>): Promise<Settl
 function answered<R>(d: AttemptDeps, a: AttemptInput<R>, response: R): AttemptResult<R> {
   const answer = a.work.answer(response);
   const banned =
-    answer !== null && a.host !== undefined && d.bans?.judge(a.banKey, a.host, answer, a.rule) === true;
+    answer !== null &&
+    a.host !== undefined &&
+    d.bans?.judge(a.banKey ?? a.entry.record.id, a.host, answer, a.rule, a.banKey !== null) === true;
   const retryable = answer !== null && a.retryStatusCodes.includes(answer.status);
   return { type: 'response', response, retryable, banned, status: answer?.status };
 }

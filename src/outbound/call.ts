@@ -83,7 +83,9 @@ export interface ExecutorDeps {
   /** Where a failure of that late bookkeeping is reported: it must never become an unhandled rejection. */
   onError: (err: unknown) => void;
   /** Ban detection (bans/judge.ts); none: answers are never judged. */
-  bans?: { judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule): boolean } | undefined;
+  bans?:
+    | { judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule, cool?: boolean): boolean }
+    | undefined;
   /** A rule's pace refused a call (429 HOST_RATE_LIMITED after min_interval_ms): per-rule metrics. */
   onPaceRefused?: ((rule: string) => void) | undefined;
   /** Provider sessions of gateways (gateways.ts): a ban moves a session's to the next. */

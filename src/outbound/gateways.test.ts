@@ -54,6 +54,11 @@ describe('provider gateways', () => {
     assert.equal(d.record.password, 'p');
     assert.equal(d.banKey, `gw#${/session-([0-9a-f]{16})/.exec(d.record.username ?? '')?.[1]}`);
     assert.equal(r.username, null);
+    assert.equal(
+      render(new ProviderSessions(), r, undefined, null).banKey,
+      null,
+      'no session: nothing to cool',
+    );
     assert.ok(isGateway(r) && servesAnyCountry(r));
     const pw = render(
       null,

@@ -36,8 +36,12 @@ function rendersCountry(t: string | null | undefined): boolean {
 /** What one attempt through a gateway dials with, and the key its bans are kept under. */
 export interface Rendered {
   readonly record: ProxyRecord;
-  /** `${gateway id}#${provider session}`: the cool-down table's proxy for this exit. */
-  readonly banKey: string;
+  /**
+   * `${gateway id}#${provider session}`: the cool-down table's proxy for this exit; null for a call with no
+   * session, whose provider session is used once (a ban is seen and moves the call, nothing is cooled:
+   * a key nobody asks for again would only take a place in the table).
+   */
+  readonly banKey: string | null;
 }
 
 const PLACEHOLDER = /\{(session|country|COUNTRY|rand)\}/g;
@@ -110,5 +114,6 @@ export function render(
   const v = { session, country, rand: randomBytes(6).toString('hex') };
   const username = r.usernameTemplate ? renderTemplate(r.usernameTemplate, v) : r.username;
   const password = r.passwordTemplate ? renderTemplate(r.passwordTemplate, v) : r.password;
-  return { record: { ...r, username, password }, banKey: `${r.id}#${session}` };
+  const kept = sessions !== null && sessionKey !== undefined && sessionKey !== '';
+  return { record: { ...r, username, password }, banKey: kept ? `${r.id}#${session}` : null };
 }
