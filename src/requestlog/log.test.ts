@@ -4,7 +4,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { AttemptRecord, CallRecord } from '../metrics/calls.ts';
 import { pathOnly } from './entry.ts';
-import { RECORD_BYTES_BOUND, RequestLog } from './log.ts';
+import { RECORD_BYTES_BOUND, REPLAY_MAX, RequestLog } from './log.ts';
 
 let nextId = 1;
 function call(over: Partial<CallRecord> = {}, attempts: AttemptRecord[] = []): CallRecord {
@@ -27,6 +27,24 @@ function call(over: Partial<CallRecord> = {}, attempts: AttemptRecord[] = []): C
 }
 
 describe('request log', () => {
+  it("a stream's reconnection gets the newest REPLAY_MAX finished calls after its id, oldest first", () => {
+    const log = new RequestLog({ size: 5_000, now: () => 1_000 });
+    const ids: number[] = [];
+    for (let i = 0; i < 3_000; i++) {
+      const c = call({ ok: false });
+      ids.push(c.id ?? 0);
+      log.onCall(c);
+    }
+    const all = log.after(0, {});
+    assert.equal(all.length, REPLAY_MAX, 'Last-Event-ID: 0 does not send the whole ring');
+    assert.equal(all.at(-1)?.call.id, ids.at(-1));
+    assert.equal(all[0]?.call.id, ids[ids.length - REPLAY_MAX]);
+    assert.deepEqual(
+      log.after(ids.at(-3) ?? 0, {}).map((e) => e.call.id),
+      ids.slice(-2),
+    );
+  });
+
   it('keeps the newest ROTA_REQUEST_LOG_SIZE calls, newest first, and tells listeners once a call is over', () => {
     const log = new RequestLog({ size: 3, now: () => 1_000 });
     const told: number[] = [];

@@ -41,6 +41,9 @@ export interface HostSink {
  */
 export const RECORD_BYTES_BOUND = 1_024;
 
+/** Entries a stream's reconnection is sent at most (GET requests pages are of 1,000 at most too). */
+export const REPLAY_MAX = 1_000;
+
 /** Open calls kept at most: a door that never tells the end must not make the map grow for ever. */
 const MAX_OPEN = 100_000;
 /**
@@ -209,12 +212,16 @@ export class RequestLog {
     return { items, total };
   }
 
-  /** Finished entries matching `f` with an id above `id`, oldest first (a stream's reconnection). */
+  /**
+   * Finished entries matching `f` with an id above `id`, oldest first (a stream's reconnection): the
+   * newest REPLAY_MAX of them at most, so that one reconnection (`Last-Event-ID: 0`) cannot make Rota
+   * serialise the whole ring for one client.
+   */
   after(id: number, f: LogFilter): LogEntry[] {
     const cols = this.#cols;
     const out: LogEntry[] = [];
     cols?.newestFirst((slot) => {
-      if (cols.idAt(slot) <= id) return false;
+      if (cols.idAt(slot) <= id || out.length >= REPLAY_MAX) return false;
       if (!cols.isOpen(slot) && cols.matches(slot, f)) out.push(cols.entry(slot));
       return true;
     });
