@@ -1,4 +1,5 @@
 import { RotaError } from '../errors/rota-error.ts';
+import type { Cooldown } from './cooldowns.ts';
 import type { BanJudge } from './judge.ts';
 
 /** A ban a client reports (POST bans, MCP's bans tool), as both answer it. */
@@ -22,4 +23,10 @@ export function reportBan(
   }
   const e = d.bans.report(b.proxy_id, b.host.toLowerCase(), b.cooldown_s);
   return { proxy_id: b.proxy_id, host: e.host, until: new Date(e.until).toISOString(), count: e.count };
+}
+
+/** One active cool-down as GET bans and MCP's bans tool list it (a gateway exit's digest when it is one). */
+export function cooldownView(c: Cooldown): ReportedBan & { exit?: string } {
+  const view = { proxy_id: c.proxyId, host: c.host, until: new Date(c.until).toISOString(), count: c.count };
+  return c.exit === undefined ? view : { ...view, exit: c.exit };
 }

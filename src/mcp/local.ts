@@ -1,4 +1,4 @@
-import { reportBan } from '../bans/report.ts';
+import { cooldownView, reportBan } from '../bans/report.ts';
 import { poolStatus } from '../control/status.ts';
 import { RotaError } from '../errors/rota-error.ts';
 import type { CallerSignal } from '../lib/abort.ts';
@@ -127,12 +127,7 @@ export class LocalBackend implements RotaBackend {
   async listBans(q: BansListQuery): Promise<Json> {
     const all = this.#s.cooldowns.active(q.host?.toLowerCase());
     const p = page(all, q.page, q.page_size);
-    const items = p.items.map((c) => ({
-      proxy_id: c.proxyId,
-      host: c.host,
-      until: new Date(c.until).toISOString(),
-      count: c.count,
-    }));
+    const items = p.items.map(cooldownView);
     return { ...p, items, has_next: q.page * q.page_size < all.length };
   }
 

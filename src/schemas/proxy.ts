@@ -53,14 +53,6 @@ export const ProxySchema = Type.Object(
   { $id: 'Proxy' },
 );
 
-/** `export?credentials=true`: the credentials of a line, beside the Proxy fields (one import takes back). */
-export const ProxyCredentialsSchema = Type.Object({
-  username: Type.Optional(Type.String()),
-  password: Type.Optional(Type.String({ format: 'password' })),
-  username_template: Type.Optional(Type.String()),
-  password_template: Type.Optional(Type.String({ format: 'password' })),
-});
-
 /** Fields of an exported line that an import ignores: the server sets them. */
 export const READ_ONLY_FIELDS = [
   'id',

@@ -6,7 +6,7 @@ import {
   BanPolicyUpdateSchema,
   banPolicyProblems,
 } from '../../bans/policy.ts';
-import { reportBan } from '../../bans/report.ts';
+import { cooldownView, reportBan } from '../../bans/report.ts';
 import { BanReportBody as BanReport, BansQuery, BAN_HOST_PATTERN as HOST } from '../../schemas/bans.ts';
 import { Envelope, errorResponses, STORAGE_UNAVAILABLE } from '../../schemas/common.ts';
 import { withNonBlankPatterns } from '../../schemas/config.ts';
@@ -113,13 +113,7 @@ export function banRoutes(services: Services): FastifyPluginAsync {
         const { host, page, page_size } = req.query;
         const all = cooldowns.active(host?.toLowerCase());
         const start = (page - 1) * page_size;
-        const items = all.slice(start, start + page_size).map((c) => ({
-          proxy_id: c.proxyId,
-          host: c.host,
-          until: new Date(c.until).toISOString(),
-          count: c.count,
-          ...(c.exit === undefined ? {} : { exit: c.exit }),
-        }));
+        const items = all.slice(start, start + page_size).map(cooldownView);
         return ok(req, {
           items,
           total: all.length,

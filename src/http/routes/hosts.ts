@@ -5,6 +5,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { Static } from 'typebox';
 import { RotaError } from '../../errors/rota-error.ts';
+import { MAX_HOSTS } from '../../requestlog/hosts/hosts.ts';
 import type { Totals } from '../../requestlog/hosts/slots.ts';
 import { Envelope, errorResponses } from '../../schemas/common.ts';
 import {
@@ -58,7 +59,7 @@ export function hostRoutes(services: Services): FastifyPluginAsync {
           cooling_down: cooldowns.active(r.host).length,
           count_error: r.count_error,
         }));
-        const page: HostsPageT = { items, tracked: hosts.size, max_tracked: 1000, scope: 'instance' };
+        const page: HostsPageT = { items, tracked: hosts.size, max_tracked: MAX_HOSTS, scope: 'instance' };
         return ok(req, page);
       },
     );
