@@ -51,7 +51,7 @@ export function safeUsernamePart(name: string): string | null {
     end = m.index + w.length;
   }
   // Nothing secret-looking to cut at: two characters of it, but never the whole of a short name.
-  if (!cut) return [...name].length <= 3 ? null : `${[...name].slice(0, 2).join('')}…`;
+  if (!cut) return [...name].length <= 2 ? null : `${[...name].slice(0, 2).join('')}…`;
   const kept = name.slice(0, end);
   if (kept === '') return null;
   return kept.length > MAX_LABEL ? kept.slice(0, MAX_LABEL) : kept;
