@@ -1,21 +1,11 @@
 import { isUtf8 } from 'node:buffer';
 import { randomUUID } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { BufferedAnswer } from '../outbound/buffered-call.ts';
 import { type Identified, ok } from './envelope.ts';
 
-/** The fields of a proxied answer other than the body (schemas/request.ts `ProxiedResponse`). */
-export interface ProxiedFields {
-  status_code: number;
-  headers: Record<string, string | string[]>;
-  proxy_used: string;
-  proxy_id: string;
-  attempts: number;
-  elapsed_ms: number;
-  /** The session the call used, when it named one. */
-  session_id?: string;
-  /** The policy rule that applied, if any. */
-  policy?: string;
-}
+/** The fields of a proxied answer other than the body (schemas/request.ts `ProxiedResponse`): the call's. */
+export type ProxiedFields = BufferedAnswer['fields'];
 
 // Stands in for the body while the rest of the envelope is serialised. Random per process, so that no
 // upstream header can contain it; checked to occur exactly once all the same.

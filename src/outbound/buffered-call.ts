@@ -38,7 +38,9 @@ export interface BufferedAnswer {
     proxy_id: string;
     attempts: number;
     elapsed_ms: number;
+    /** The session the call used, when it named one. */
     session_id?: string;
+    /** The policy rule that applied, if any. */
     policy?: string;
   };
   readonly body: Buffer;
