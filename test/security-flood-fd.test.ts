@@ -82,7 +82,7 @@ describe(`a flood past a real open-file limit (${FDS})`, () => {
     assert.equal(h.http + h.socks5 + h.api - 1, FDS / 2, JSON.stringify(h));
     // Refused connections that sent nothing are closed within half a second.
     const held = h.http + h.socks5;
-    await waitUntil(() => flood.filter((i) => !i.closed).length === held, 3_000, 'refusals closed');
+    await waitUntil(() => flood.filter((i) => !i.closed).length === held, 10_000, 'refusals closed');
     assert.equal(await doors.health('127.0.0.60'), 200);
     const during = await doors.proxied('127.0.0.60');
     assert.deepEqual([during.status, during.error], [503, 'TOO_MANY_CONNECTIONS'], 'refused, not a 502');
@@ -99,7 +99,7 @@ describe(`a flood past a real open-file limit (${FDS})`, () => {
     const { doors, target } = s;
     // Admitted while descriptors are left; they ask once there are none.
     const probes = await openIdle(doors.http, '127.0.0.70', 10);
-    await waitUntil(async () => (await doors.held('127.0.0.2')).http === 10, 3_000, 'probes taken');
+    await waitUntil(async () => (await doors.held('127.0.0.2')).http === 10, 10_000, 'probes taken');
     await floodListeners(doors, flood);
     for (const p of probes) {
       p.socket.write(

@@ -50,14 +50,15 @@ describe('a connection flood from loopback addresses', () => {
     // One door after the other, each once Rota has taken it in: Rota accepts connections waiting on
     // different ports in no set order.
     flood.push(...(await openIdle(doors.api, flooder, PER_IP / 2)));
-    await waitUntil(async () => (await doors.held(other)).api > PER_IP / 2, 3_000, 'API connections taken');
+    await waitUntil(async () => (await doors.held(other)).api > PER_IP / 2, 10_000, 'API connections taken');
     flood.push(...(await openIdle(doors.http, flooder, PER_IP / 2)));
-    await waitUntil(async () => (await doors.held(other)).http === PER_IP / 2, 3_000, 'listener ones taken');
+    await waitUntil(async () => (await doors.held(other)).http === PER_IP / 2, 10_000, 'listener ones taken');
     const t0 = performance.now();
     const refused = await openIdle(doors.socks, flooder, 10);
     flood.push(...refused);
-    await waitUntil(() => refused.every((i) => i.closed), 2_000, 'SOCKS5 connections past the cap closed');
-    assert.ok(performance.now() - t0 < 1_500, 'closed at once');
+    // At once: well before the 10 s SOCKS5 handshake timeout (src/forward/socks5-server.ts) would close them.
+    await waitUntil(() => refused.every((i) => i.closed), 4_000, 'SOCKS5 connections past the cap closed');
+    assert.ok(performance.now() - t0 < 4_000, 'closed at once');
     assert.ok(
       refused.every((i) => i.received === ''),
       'closed without a byte',
@@ -99,13 +100,13 @@ describe('a connection flood from loopback addresses', () => {
         const h = await doors.held('127.0.0.30');
         return h.http + h.api - 1 === TOTAL; // less the connection asking
       },
-      3_000,
+      10_000,
       'the total reached',
     );
     const late = await rawAsk(doors.http, '127.0.0.30', listenerHead(target.port));
     assert.match(late, /^HTTP\/1\.1 503 [\s\S]*X-Rota-Error: TOO_MANY_CONNECTIONS/i);
     const socks = await openIdle(doors.socks, '127.0.0.30', 1);
-    await waitUntil(() => socks[0]!.closed, 1_000, 'a SOCKS5 connection past the total closed');
+    await waitUntil(() => socks[0]!.closed, 4_000, 'a SOCKS5 connection past the total closed');
     assert.equal(await doors.health('127.0.0.30'), 200, 'the API past the total, within its reserve');
     const m = await doors.metrics('127.0.0.31');
     assert.ok(metric(m, 'rota_client_connections_refused_total', 'door="http",reason="total"') >= 1);
