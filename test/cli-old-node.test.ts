@@ -3,7 +3,7 @@
  * (/usr/bin/node, 20) runs bin/rota, which runs itself again through scripts/with-node.sh (the Node 24 in
  * .tools/, as `npm start` uses). Checked: `npx rota` and `node bin/rota` from another folder, a relative
  * file name meaning the caller's file, stdout holding only the command's output (export | import), exit
- * codes passed through.
+ * codes passed through, a SIGTERM to `rota` reaching the command it runs.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { GENEROUS_LIMITS } from './helpers/app.ts';
+import { freePort } from './helpers/real-proxies.ts';
 import { type RunningServer, startServer } from './helpers/server.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -101,5 +102,42 @@ describe('rota under the system Node', { skip: old ? false : `${SYSTEM_NODE} is 
     assert.match(again.out, /created 0, duplicates 2, invalid 0/);
     const usage = await run(SYSTEM_NODE, [BIN, 'frobnicate']);
     assert.equal(usage.code, 2);
+  });
+
+  test('a SIGTERM to rota stops the command it runs (a supervisor stopping `rota serve`)', async () => {
+    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROTA_')));
+    const port = await freePort();
+    const child = spawn(SYSTEM_NODE, [BIN, 'serve'], {
+      cwd: dir,
+      env: {
+        ...base,
+        PATH: '/usr/local/bin:/usr/bin:/bin',
+        ROTA_PORT: String(port),
+        ROTA_PROXY_PORT: '0',
+        ROTA_SOCKS_PORT: '0',
+        ROTA_LOG_LEVEL: 'warn',
+      },
+      stdio: 'ignore',
+    });
+    const closed = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    const ready = () =>
+      fetch(`http://127.0.0.1:${port}/api/v1/ready`).then(
+        (r) => r.ok,
+        () => false,
+      );
+    let up = false;
+    for (let i = 0; i < 300 && !up; i++) {
+      up = await ready();
+      if (!up) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(up, 'rota serve answers /ready');
+    child.kill('SIGTERM');
+    assert.equal(await closed, 0, 'the server’s clean stop, its exit code passed through');
+    let down = false;
+    for (let i = 0; i < 50 && !down; i++) {
+      down = !(await ready());
+      if (!down) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(down, 'the server under it stopped too (before, it ran on as an orphan holding its ports)');
   });
 });
