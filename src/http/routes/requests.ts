@@ -28,6 +28,8 @@ import { ProxyLabels } from '../proxy-labels.ts';
 const TAG = ['requests'];
 /** Streams open at once, across clients. */
 const MAX_STREAMS = 32;
+/** Streams open at once from one client address: one client cannot take every stream from the others. */
+const MAX_STREAMS_PER_CLIENT = 4;
 /** A client this far behind is dropped rather than buffered without end. */
 const MAX_BACKLOG_BYTES = 1 << 20;
 const PING_MS = 15_000;
@@ -43,6 +45,8 @@ function eventOf(e: LogEntry, labelOf: LabelOf): string {
 /** One subscription to the log for every open stream: each call's JSON is made once, whoever watches. */
 class StreamHub {
   readonly #clients = new Map<PassThrough, LogFilter>();
+  /** Open streams by client address. */
+  readonly #byAddress = new Map<string, number>();
   readonly #log: RequestLog;
   readonly #labelOf: LabelOf;
   #stop: (() => void) | null = null;
@@ -52,18 +56,32 @@ class StreamHub {
     this.#labelOf = labelOf;
   }
 
-  get size(): number {
-    return this.#clients.size;
+  /** Whether `address` may open one more stream (the total, then its own share). */
+  refusal(address: string): RotaError | null {
+    if (this.#clients.size >= MAX_STREAMS) {
+      return new RotaError('SERVICE_UNAVAILABLE', `At most ${MAX_STREAMS} request log streams at once`);
+    }
+    if ((this.#byAddress.get(address) ?? 0) >= MAX_STREAMS_PER_CLIENT) {
+      return new RotaError(
+        'TOO_MANY_CONNECTIONS',
+        `At most ${MAX_STREAMS_PER_CLIENT} request log streams from one client address`,
+      );
+    }
+    return null;
   }
 
-  add(out: PassThrough, f: LogFilter): void {
+  add(out: PassThrough, f: LogFilter, address: string): void {
     this.#clients.set(out, f);
+    this.#byAddress.set(address, (this.#byAddress.get(address) ?? 0) + 1);
     this.#stop ??= this.#log.subscribe((e) => this.#send(e));
     const ping = setInterval(() => out.write(': ping\n\n'), PING_MS);
     ping.unref();
     out.once('close', () => {
       clearInterval(ping);
       this.#clients.delete(out);
+      const left = (this.#byAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.#byAddress.set(address, left);
+      else this.#byAddress.delete(address);
       if (this.#clients.size === 0) {
         this.#stop?.();
         this.#stop = null;
@@ -145,7 +163,8 @@ export function requestLogRoutes(services: Services): FastifyPluginAsync {
             'EventSource reconnecting) the finished calls after that id come first. The stream stays ' +
             'open for a client that accepts `text/event-stream` (every EventSource does); any other ' +
             'gets those first events and the answer ends. This instance only. At most ' +
-            `${MAX_STREAMS} streams at once; a client that does not read is dropped.`,
+            `${MAX_STREAMS} streams at once (503 SERVICE_UNAVAILABLE), ${MAX_STREAMS_PER_CLIENT} from one ` +
+            'client address (503 TOO_MANY_CONNECTIONS); a client more than 1 MiB behind is dropped.',
           querystring: StreamQuery,
           produces: ['text/event-stream'],
           response: {
@@ -159,9 +178,8 @@ export function requestLogRoutes(services: Services): FastifyPluginAsync {
       },
       async (req, reply) => {
         const live = (req.headers.accept ?? '').includes('text/event-stream');
-        if (live && hub.size >= MAX_STREAMS) {
-          throw new RotaError('SERVICE_UNAVAILABLE', `At most ${MAX_STREAMS} request log streams at once`);
-        }
+        const refused = live ? hub.refusal(req.ip) : null;
+        if (refused) throw refused;
         const f = filterOf(req.query);
         const out = new PassThrough();
         out.write(`retry: 3000\n: the request log of this instance (capacity ${log.capacity})\n\n`);
@@ -170,7 +188,7 @@ export function requestLogRoutes(services: Services): FastifyPluginAsync {
           for (const e of log.after(after, f)) out.write(eventOf(e, labels.labelOf));
         }
         if (live) {
-          hub.add(out, f);
+          hub.add(out, f, req.ip);
           req.raw.once('close', () => out.destroy());
         } else out.end();
         reply
