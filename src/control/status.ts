@@ -1,3 +1,4 @@
+import type { RetryPolicyHolder } from '../outbound/retry-policy.ts';
 import type { Pool } from '../pool/pool.ts';
 import { healthyPercentage, summarize } from '../pool/summary.ts';
 import type { StorageBackend } from '../store/types.ts';
@@ -36,5 +37,22 @@ export function poolStatus(d: {
     rotation_strategy: d.settings.get().rotation_strategy,
     storage_backend: d.backend,
     config_source: d.settings.source,
+  };
+}
+
+/** `GET config`'s data, the same for the API (http/routes/config.ts) and MCP's config resource. */
+export function configView(d: {
+  readonly settings: RuntimeSettings;
+  readonly retry: RetryPolicyHolder;
+  readonly requireAuth: boolean;
+}) {
+  const s = d.settings.get();
+  return {
+    rotation_strategy: s.rotation_strategy,
+    timeout: s.timeout,
+    max_retries: d.retry.get().max_attempts,
+    rate_limits: { ...s.rate_limits },
+    auth_enabled: d.requireAuth,
+    cors_origins: [...s.cors_origins],
   };
 }

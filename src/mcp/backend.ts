@@ -1,3 +1,5 @@
+import { type RotaErrorCode, wireCode } from '../errors/codes.ts';
+
 /**
  * What the MCP tools ask of Rota, and two ways to answer: in-process over the services (local.ts, behind
  * /mcp on the API port) and over the REST API (remote.ts, behind `rota mcp` on stdio). The tools
@@ -78,16 +80,26 @@ export interface RotaBackend {
 }
 
 /**
- * A tool call Rota refused or could not complete: the code is Rota's, as its REST API sends it
- * (errors/codes.ts, the wire name), with the same message and details.
+ * A tool call Rota refused or could not complete: the code is one of the registry's (errors/codes.ts),
+ * shown by its wire name as the REST API sends it, with the same message and details.
  */
 export class ToolFailure extends Error {
+  /** The wire name of the code. */
   readonly code: string;
   readonly details: unknown;
-  constructor(code: string, message: string, details: unknown = null) {
+  /** A registry code, or (`relayed`) a wire code as another Rota sent it. */
+  constructor(code: RotaErrorCode | { readonly wire: string }, message: string, details: unknown = null) {
     super(message);
     this.name = 'ToolFailure';
-    this.code = code;
+    this.code = typeof code === 'string' ? wireCode(code) : code.wire;
     this.details = details;
+  }
+
+  /**
+   * A failure another Rota answered (`rota mcp` over the REST API), its wire code passed on as it came:
+   * a newer server may send a code this one does not know.
+   */
+  static relayed(wire: string, message: string, details: unknown = null): ToolFailure {
+    return new ToolFailure({ wire }, message, details);
   }
 }

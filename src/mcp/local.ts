@@ -1,8 +1,8 @@
 import { cooldownView, reportBan } from '../bans/report.ts';
-import { poolStatus } from '../control/status.ts';
+import { configView, poolStatus } from '../control/status.ts';
 import { RotaError } from '../errors/rota-error.ts';
 import type { CallerSignal } from '../lib/abort.ts';
-import { bufferedCall } from '../outbound/buffered-call.ts';
+import { bufferedCall, parseTarget } from '../outbound/buffered-call.ts';
 import { poolEmptyError } from '../outbound/call-error.ts';
 import type { AddProxyInput } from '../pool/pool.ts';
 import type { StatusFilter } from '../pool/types.ts';
@@ -32,21 +32,6 @@ export interface LocalCaller {
   readonly signal?: CallerSignal;
 }
 
-function parseTarget(raw: string): URL {
-  try {
-    return new URL(raw);
-  } catch {
-    const item = {
-      loc: ['arguments', 'url'],
-      msg: 'Input should be a valid URL',
-      type: 'url_parsing',
-      input: null,
-      ctx: {},
-    };
-    throw new RotaError('INVALID_URL', 'Target URL does not parse', { details: [item], detail: [item] });
-  }
-}
-
 function page<T>(all: readonly T[], p: number, size: number) {
   const start = (p - 1) * size;
   return { items: all.slice(start, start + size), total: all.length, page: p, page_size: size };
@@ -70,7 +55,7 @@ export class LocalBackend implements RotaBackend {
     const { prelude, executor, dispatchers, config } = this.#s;
     const deps = { prelude, executor, dispatchers, maxResponseBytes: config.maxResponseBytes };
     const a = await bufferedCall(deps, {
-      url: parseTarget(c.url),
+      url: parseTarget(c.url, ['arguments', 'url']),
       method: c.method,
       headers: c.headers,
       body: c.body === null || c.body === undefined ? null : Buffer.from(c.body, 'utf8'),
@@ -155,15 +140,8 @@ export class LocalBackend implements RotaBackend {
 
   /** GET config's data (http/routes/config.ts). */
   async config(): Promise<Json> {
-    const s = this.#s.settings.get();
-    return {
-      rotation_strategy: s.rotation_strategy,
-      timeout: s.timeout,
-      max_retries: this.#s.retry.get().max_attempts,
-      rate_limits: { ...s.rate_limits },
-      auth_enabled: this.#s.config.requireAuth,
-      cors_origins: [...s.cors_origins],
-    };
+    const { settings, retry, config } = this.#s;
+    return configView({ settings, retry, requireAuth: config.requireAuth });
   }
 
   async #audited<T>(

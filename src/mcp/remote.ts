@@ -72,7 +72,7 @@ export class RemoteBackend implements RotaBackend {
       const e = body?.error;
       if (typeof e?.code !== 'string')
         throw new ToolFailure('SERVICE_UNAVAILABLE', `Rota answered HTTP ${res.status}`);
-      throw new ToolFailure(e.code, String(e.message ?? ''), body?.detail ?? e.details ?? null);
+      throw ToolFailure.relayed(e.code, String(e.message ?? ''), body?.detail ?? e.details ?? null);
     }
     return body !== null && typeof body === 'object' && 'data' in body && 'status' in body ? body.data : body;
   }

@@ -50,7 +50,7 @@ const RESOURCES = [
 
 function failureOf(err: unknown, onError?: (err: unknown) => void): ToolFailure {
   if (err instanceof ToolFailure) return err;
-  if (err instanceof RotaError) return new ToolFailure(err.wireCode, err.message, err.detail ?? err.details);
+  if (err instanceof RotaError) return new ToolFailure(err.code, err.message, err.detail ?? err.details);
   onError?.(err);
   return new ToolFailure('INTERNAL_ERROR', 'Internal server error');
 }

@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { RotaErrorCode } from '../errors/codes.ts';
 import type { DetailItem } from '../errors/rota-error.ts';
 import { addFormats } from '../lib/schema-check.ts';
 import { ToolFailure } from './backend.ts';
@@ -61,7 +62,7 @@ function detailOf(errors: readonly ErrorObject[]): DetailItem[] {
 }
 
 /** The code of a failure, by the fields that failed (a tool names its own; VALIDATION_ERROR otherwise). */
-export type CodeOf = (fields: ReadonlySet<string>) => string | undefined;
+export type CodeOf = (fields: ReadonlySet<string>) => RotaErrorCode | undefined;
 
 /** `args` with the schema's defaults filled in, or a ToolFailure naming every problem. */
 export function checkArgs<T>(schema: object, args: unknown, codeOf?: CodeOf): T {

@@ -17,6 +17,22 @@ export interface BufferedCallDeps {
   readonly maxResponseBytes: number;
 }
 
+/** The call's target URL, or INVALID_URL naming where it was given (`['body', 'url']` for POST request). */
+export function parseTarget(raw: string, loc: readonly string[]): URL {
+  try {
+    return new URL(raw);
+  } catch {
+    const item = {
+      loc: [...loc],
+      msg: 'Input should be a valid URL',
+      type: 'url_parsing',
+      input: null,
+      ctx: {},
+    };
+    throw new RotaError('INVALID_URL', 'Target URL does not parse', { details: [item], detail: [item] });
+  }
+}
+
 export interface BufferedCallInput {
   readonly url: URL;
   readonly method: string;

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { STRATEGIES } from '../../config.ts';
+import { configView } from '../../control/status.ts';
 import type { DetailItem } from '../../errors/rota-error.ts';
 import {
   crossCheck,
@@ -46,15 +47,7 @@ type ConfigUpdateT = Static<typeof ConfigUpdate>;
 const ORIGIN = /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
 
 function view(services: Services, retry: RetryPolicyHolder) {
-  const s = services.settings.get();
-  return {
-    rotation_strategy: s.rotation_strategy,
-    timeout: s.timeout,
-    max_retries: retry.get().max_attempts,
-    rate_limits: { ...s.rate_limits },
-    auth_enabled: services.config.requireAuth,
-    cors_origins: [...s.cors_origins],
-  };
+  return configView({ settings: services.settings, retry, requireAuth: services.config.requireAuth });
 }
 
 /** Origins the schema cannot judge: the shape of each one, and `*` against credentials. */

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
 import { type DetailItem, RotaError } from '../../errors/rota-error.ts';
 import { responseGone } from '../../lib/abort.ts';
-import { bufferedCall } from '../../outbound/buffered-call.ts';
+import { bufferedCall, parseTarget } from '../../outbound/buffered-call.ts';
 import { poolEmptyError } from '../../outbound/call-error.ts';
 import { proxyView } from '../../pool/view.ts';
 import { Envelope, errorResponses, Nullable, POOL_EMPTY } from '../../schemas/common.ts';
@@ -30,20 +30,6 @@ const BAD_VALUE = /[\0\r\n]/;
 
 function invalid(code: 'INVALID_URL' | 'VALIDATION_ERROR', message: string, item: DetailItem): RotaError {
   return new RotaError(code, message, { details: [item], detail: [item] });
-}
-
-function parseTarget(raw: string): URL {
-  try {
-    return new URL(raw);
-  } catch {
-    throw invalid('INVALID_URL', 'Target URL does not parse', {
-      loc: ['body', 'url'],
-      msg: 'Input should be a valid URL',
-      type: 'url_parsing',
-      input: null,
-      ctx: {},
-    });
-  }
 }
 
 function checkHeaders(headers: Record<string, string>): void {
@@ -100,7 +86,7 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
       },
       async (req, reply) => {
         const b = req.body;
-        const url = parseTarget(b.url);
+        const url = parseTarget(b.url, ['body', 'url']);
         checkHeaders(b.headers);
         const a = await bufferedCall(call, {
           url,
