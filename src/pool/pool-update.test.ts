@@ -126,3 +126,47 @@ test('safe labels: the words before a session-, password- or id-looking one; nev
   assert.equal(safeLabel({ ...r, username: null, usernameTemplate: 'gw-zone-{session}' }), 'gw-zone');
   assert.equal(safeLabel({ ...r, username: null }), null);
 });
+
+test('another instance’s update, exit, add and removal reach this pool from the shared store, told as remote', async () => {
+  const store = new MemoryStore();
+  await store.open();
+  const here = new Pool(store, () => Date.now());
+  const there = new Pool(store, () => Date.now());
+  const a = await there.add({ url: 'http://10.0.0.1:3128', username: 'alice', password: 'pw1' });
+  assert.equal(await here.applyRemoteAdd(a.record.id), true);
+  const mine = here.get(a.record.id);
+  assert.ok(mine);
+  const heard: { what: string; remote: boolean; before?: string | null }[] = [];
+  here.listen({
+    added: () => heard.push({ what: 'added', remote: here.applyingRemote }),
+    updated: (_e, before) =>
+      heard.push({ what: 'updated', remote: here.applyingRemote, before: before.username }),
+    removed: () => heard.push({ what: 'removed', remote: here.applyingRemote }),
+  });
+  await there.update(a.record.id, { username: 'bob', country: 'de', weight: 3 });
+  await there.setExit(a, { ip: '198.51.100.7', seenAt: Date.now(), country: 'NL', asn: 64500 });
+  await here.applyRemoteUpdate(a.record.id);
+  assert.deepEqual([mine.record.username, mine.record.weight, mine.country], ['bob', 3, 'DE']);
+  assert.equal(mine.exit?.ip, '198.51.100.7');
+  assert.deepEqual([...here.exits.at('198.51.100.7')], [mine], 'the exit index follows');
+  assert.equal(here.knows({ ...mine.record, username: 'alice' }), false, 'the old identity is free here too');
+  assert.equal(here.knows(mine.record), true);
+  assert.equal(here.applyingRemote, false);
+  await here.applyRemoteUpdate('no-such-id'); // a member gone meanwhile: nothing to do
+  const b = await there.add({ url: 'http://10.0.0.2:3128' });
+  await here.applyRemoteAdd(b.record.id);
+  assert.equal(await here.applyRemoteAdd(b.record.id), true, 'a second notice adds nothing');
+  await there.remove(b.record.id);
+  here.applyRemoteRemove(b.record.id);
+  assert.equal(here.get(b.record.id), undefined);
+  assert.equal(await here.applyRemoteAdd(b.record.id), false, 'gone from the store: not added');
+  assert.deepEqual(heard, [
+    { what: 'updated', remote: true, before: 'alice' },
+    { what: 'added', remote: true },
+    { what: 'removed', remote: true },
+  ]);
+  assert.deepEqual(
+    here.all().map((e) => e.record.id),
+    [a.record.id],
+  );
+});

@@ -207,14 +207,20 @@ export class Pool {
     if (!entry) return false;
     await this.store.remove(id);
     // A concurrent remove may have won while we awaited the store.
-    if (!this.byId.delete(id)) return false;
+    if (this.byId.get(id) !== entry) return false;
+    this.unlink(entry);
+    for (const l of this.listeners) l.removed?.(entry);
+    return true;
+  }
+
+  /** Takes `entry` out of every index (the store has it no more). */
+  private unlink(entry: ProxyEntry): void {
+    this.byId.delete(entry.record.id);
     this.removals++;
     this.byIdentity.delete(entry);
     this.exits.delete(entry);
     const idx = this.ordered.indexOf(entry);
     if (idx !== -1) this.ordered.splice(idx, 1);
-    for (const l of this.listeners) l.removed?.(entry);
-    return true;
   }
 
   /**
@@ -319,12 +325,7 @@ export class Pool {
   applyRemoteRemove(id: string): void {
     const entry = this.byId.get(id);
     if (!entry) return;
-    this.byId.delete(id);
-    this.removals++;
-    this.byIdentity.delete(entry);
-    this.exits.delete(entry);
-    const idx = this.ordered.indexOf(entry);
-    if (idx !== -1) this.ordered.splice(idx, 1);
+    this.unlink(entry);
     this.applyingRemote = true;
     try {
       for (const l of this.listeners) l.removed?.(entry);
