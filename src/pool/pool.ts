@@ -9,8 +9,7 @@ import {
   type ProxyEntry,
   type ProxyPatch,
 } from './entry.ts';
-import { ExitIndex } from './exits.ts';
-import { IdentityIndex } from './identity.ts';
+import { effectiveCountry, Members, matchesFilter } from './members.ts';
 import { buildRecord, patchRecord, tryBuild } from './record.ts';
 import {
   type ExitIdentity,
@@ -50,14 +49,10 @@ export function duplicate(record: ProxyRecord): RotaError {
  * acknowledged, so an answer of 201 or 204 always means the change is durable.
  */
 export class Pool {
-  private readonly byId = new Map<string, ProxyEntry>();
-  private readonly byIdentity = new IdentityIndex();
+  private readonly members = new Members();
   /** Members by their exit address (exits.ts). */
-  readonly exits = new ExitIndex();
+  readonly exits = this.members.exits;
   private readonly pending = new Set<string>();
-  /** Members removed so far (load() checks whether any went while it read). */
-  private removals = 0;
-  private ordered: ProxyEntry[] = [];
   private readonly listeners: PoolListener[] = [];
   private statusOf: (id: string) => ProxyStatus = () => 'active';
   private readonly store: ProxyStore;
@@ -71,18 +66,18 @@ export class Pool {
   /** Loads every stored proxy, in creation order; listeners hear of each as if it had just been added. */
   async load(): Promise<void> {
     const loaded: ProxyEntry[] = [];
-    const removalsBefore = this.removals;
+    const removalsBefore = this.members.removals;
     for await (const page of this.store.loadPages()) {
       for (const record of page) {
-        const entry = this.insertEntry(record, false);
+        const entry = this.members.insert(record, false);
         loaded.push(entry);
         for (const l of this.listeners) l.added?.(entry);
       }
     }
     // Nothing else should change the pool before the listeners open; if something did, a member removed
     // while later pages were read is left out.
-    const removed = this.removals !== removalsBefore;
-    this.byIdentity.defer(removed ? loaded.filter((e) => this.byId.get(e.record.id) === e) : loaded);
+    const removed = this.members.removals !== removalsBefore;
+    this.members.identity.defer(removed ? loaded.filter((e) => this.members.holds(e)) : loaded);
   }
 
   listen(listener: PoolListener): void {
@@ -99,22 +94,22 @@ export class Pool {
   }
 
   get size(): number {
-    return this.ordered.length;
+    return this.members.size;
   }
 
   get(id: string): ProxyEntry | undefined {
-    return this.byId.get(id);
+    return this.members.get(id);
   }
 
   /** Every member in creation order. The array is shared: callers must not mutate it. */
   all(): readonly ProxyEntry[] {
-    return this.ordered;
+    return this.members.all();
   }
 
   async add(input: AddProxyInput): Promise<ProxyEntry> {
     const record = buildRecord(input, this.now());
     const key = identityKey(record);
-    if (this.byIdentity.has(record) || this.pending.has(key)) throw duplicate(record);
+    if (this.members.identity.has(record) || this.pending.has(key)) throw duplicate(record);
     this.pending.add(key);
     try {
       await this.store.insert(record);
@@ -125,7 +120,7 @@ export class Pool {
     } finally {
       this.pending.delete(key);
     }
-    const entry = this.insertEntry(record);
+    const entry = this.members.insert(record);
     for (const l of this.listeners) l.added?.(entry);
     return entry;
   }
@@ -153,7 +148,7 @@ export class Pool {
         const o = outcomes[i]!;
         if (!('id' in o)) out.push(o);
         else {
-          const entry = this.insertEntry(o);
+          const entry = this.members.insert(o);
           for (const l of this.listeners) l.added?.(entry);
           out.push({ kind: 'created', entry });
         }
@@ -170,7 +165,7 @@ export class Pool {
     const record = tryBuild(input, this.now());
     if (typeof record === 'string') return { kind: 'invalid', reason: record };
     const key = identityKey(record);
-    if (this.byIdentity.has(record) || this.pending.has(key)) return { kind: 'duplicate' };
+    if (this.members.identity.has(record) || this.pending.has(key)) return { kind: 'duplicate' };
     this.pending.add(key);
     keys.push(key);
     return record;
@@ -199,28 +194,18 @@ export class Pool {
 
   /** True when a member, or one being added, has this record's identity (URL + username). */
   knows(record: ProxyRecord): boolean {
-    return this.byIdentity.has(record) || this.pending.has(identityKey(record));
+    return this.members.identity.has(record) || this.pending.has(identityKey(record));
   }
 
   async remove(id: string): Promise<boolean> {
-    const entry = this.byId.get(id);
+    const entry = this.members.get(id);
     if (!entry) return false;
     await this.store.remove(id);
     // A concurrent remove may have won while we awaited the store.
-    if (this.byId.get(id) !== entry) return false;
-    this.unlink(entry);
+    if (this.members.get(id) !== entry) return false;
+    this.members.unlink(entry);
     for (const l of this.listeners) l.removed?.(entry);
     return true;
-  }
-
-  /** Takes `entry` out of every index (the store has it no more). */
-  private unlink(entry: ProxyEntry): void {
-    this.byId.delete(entry.record.id);
-    this.removals++;
-    this.byIdentity.delete(entry);
-    this.exits.delete(entry);
-    const idx = this.ordered.indexOf(entry);
-    if (idx !== -1) this.ordered.splice(idx, 1);
   }
 
   /**
@@ -228,13 +213,13 @@ export class Pool {
    * when there is no such member (or it went meanwhile); 409 when a new username makes it a duplicate.
    */
   async update(id: string, patch: ProxyPatch): Promise<ProxyEntry | null> {
-    const entry = this.byId.get(id);
+    const entry = this.members.get(id);
     if (!entry) return null;
     const before = entry.record;
     const record = patchRecord(before, patch, this.now());
     const renamed = (before.username ?? null) !== record.username;
     const key = identityKey(record);
-    if (renamed && (this.byIdentity.has(record) || this.pending.has(key))) throw duplicate(record);
+    if (renamed && (this.members.identity.has(record) || this.pending.has(key))) throw duplicate(record);
     if (renamed) this.pending.add(key);
     try {
       if (!(await this.store.update(record))) return null;
@@ -244,7 +229,7 @@ export class Pool {
     } finally {
       if (renamed) this.pending.delete(key);
     }
-    if (this.byId.get(id) !== entry) return null;
+    if (this.members.get(id) !== entry) return null;
     this.replace(entry, record);
     return entry;
   }
@@ -269,11 +254,9 @@ export class Pool {
     const moved = old?.ip !== exit?.ip || old?.country !== exit?.country || old?.asn !== exit?.asn;
     if (!moved && (exit === null || old === null || exit.seenAt - old.seenAt < EXIT_REFRESH_MS)) return;
     await this.store.setExit(entry.record.id, exit);
-    if (this.byId.get(entry.record.id) !== entry) return;
+    if (this.members.get(entry.record.id) !== entry) return;
     const country = entry.country;
-    this.exits.delete(entry);
-    entry.exit = exit;
-    this.exits.add(entry);
+    this.members.moveExit(entry, exit);
     entry.country = effectiveCountry(entry.record, exit);
     if (entry.country !== country) countryMoves.count++;
     if (moved) for (const l of this.listeners) l.updated?.(entry, entry.record, country);
@@ -282,13 +265,11 @@ export class Pool {
   /** Another instance changed member `id` in the shared store: read it again from there. */
   async applyRemoteUpdate(id: string): Promise<void> {
     const record = await this.store.get(id);
-    const entry = this.byId.get(id);
+    const entry = this.members.get(id);
     if (record === null || entry === undefined) return;
     this.applyingRemote = true;
     try {
-      this.exits.delete(entry);
-      entry.exit = record.exit ?? null;
-      this.exits.add(entry);
+      this.members.moveExit(entry, record.exit ?? null);
       this.replace(entry, record);
     } finally {
       this.applyingRemote = false;
@@ -308,12 +289,12 @@ export class Pool {
    * here, unless it is here already. False when the store does not have it (removed meanwhile).
    */
   async applyRemoteAdd(id: string): Promise<boolean> {
-    if (this.byId.has(id)) return true;
+    if (this.members.get(id) !== undefined) return true;
     const record = await this.store.get(id);
-    if (record === null || this.byId.has(id)) return record !== null;
+    if (record === null || this.members.get(id) !== undefined) return record !== null;
     this.applyingRemote = true;
     try {
-      const entry = this.insertEntry(record);
+      const entry = this.members.insert(record);
       for (const l of this.listeners) l.added?.(entry);
     } finally {
       this.applyingRemote = false;
@@ -323,9 +304,9 @@ export class Pool {
 
   /** Another instance removed proxy `id` from the shared store: drop it here without writing. */
   applyRemoteRemove(id: string): void {
-    const entry = this.byId.get(id);
+    const entry = this.members.get(id);
     if (!entry) return;
-    this.unlink(entry);
+    this.members.unlink(entry);
     this.applyingRemote = true;
     try {
       for (const l of this.listeners) l.removed?.(entry);
@@ -340,64 +321,18 @@ export class Pool {
   }
 
   matches(entry: ProxyEntry, filter: StatusFilter | undefined): boolean {
-    switch (filter) {
-      case undefined:
-        return true;
-      case 'active':
-      case 'degraded':
-      case 'failed':
-        return this.statusOf(entry.record.id) === filter;
-      case 'unhealthy':
-        return entry.health === 'degraded' || entry.health === 'unhealthy' || entry.health === 'dead';
-      default:
-        return entry.health === filter;
-    }
+    return matchesFilter(entry, filter, this.statusOf);
   }
 
   page(page: number, pageSize: number, filter?: StatusFilter): { items: ProxyEntry[]; total: number } {
-    const start = (page - 1) * pageSize;
-    if (filter === undefined) {
-      return { items: this.ordered.slice(start, start + pageSize), total: this.ordered.length };
-    }
-    const items: ProxyEntry[] = [];
-    let total = 0;
-    for (const e of this.ordered) {
-      if (!this.matches(e, filter)) continue;
-      if (total >= start && items.length < pageSize) items.push(e);
-      total++;
-    }
-    return { items, total };
+    return this.members.page(page, pageSize, filter === undefined ? null : (e) => this.matches(e, filter));
   }
 
   /** Yields a stable snapshot in creation order; members removed meanwhile are skipped. */
   *iterate(filter?: StatusFilter): Generator<ProxyEntry> {
-    const snapshot = this.ordered.slice();
+    const snapshot = this.members.all().slice();
     for (const e of snapshot) {
-      if (this.byId.get(e.record.id) === e && this.matches(e, filter)) yield e;
+      if (this.members.holds(e) && this.matches(e, filter)) yield e;
     }
   }
-
-  /** `index` false: the caller hands the entry to the identity index itself (load: deferred). */
-  private insertEntry(record: ProxyRecord, index = true): ProxyEntry {
-    const entry: ProxyEntry = {
-      record,
-      url: publicUrl(record),
-      country: effectiveCountry(record, record.exit ?? null),
-      exit: record.exit ?? null,
-      health: 'unknown',
-      consecutiveFailures: 0,
-      inFlight: 0,
-      stats: { total: 0, success: 0, failed: 0, latencySumMs: 0 },
-    };
-    this.byId.set(record.id, entry);
-    if (index) this.byIdentity.add(entry);
-    this.exits.add(entry);
-    this.ordered.push(entry);
-    return entry;
-  }
-}
-
-/** The country selection uses: the declared one, else the exit's (docs/decisions.md, "Exit identity"). */
-export function effectiveCountry(record: ProxyRecord, exit: ExitIdentity | null): string | null {
-  return record.country ?? exit?.country ?? null;
 }

@@ -3,7 +3,7 @@ import type { ProxyEntry } from '../pool/pool.ts';
 import { MemberSync, RoundRobinCursor, usable } from './shared.ts';
 import type { Candidates, SelectionRequest, Strategy } from './types.ts';
 
-/** The effective country (declared, else the exit's: pool.ts effectiveCountry), upper case already. */
+/** The effective country (declared, else the exit's: pool/members.ts effectiveCountry), upper case already. */
 function countryOf(e: ProxyEntry): string | null {
   return e.country;
 }
