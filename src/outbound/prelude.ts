@@ -169,12 +169,13 @@ export class CallPrelude {
     }
     if (r.waitMs <= 0) return input;
     input.timeoutS = (budgetMs - r.waitMs) / 1000;
-    return waitThen(r.waitMs, input.signal, input);
+    // A caller gone while it waits gives its start back: it must not hold the host's schedule.
+    // (The engine then ends the call: its signal is aborted.)
+    return delay(r.waitMs, input.signal).then((waited) => {
+      if (!waited) this.#d.pacer.release(r.slot);
+      return input;
+    });
   }
-}
-
-function waitThen<T>(ms: number, signal: CallerSignal | undefined, value: T): Promise<T> {
-  return delay(ms, signal).then(() => value);
 }
 
 function forbiddenBy(v: SsrfVerdict): RotaError | null {

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { type BanRig, banRig } from './helpers/ban-rig.ts';
+import { viaProxy } from './helpers/forward.ts';
+import { putRules } from './helpers/policies.ts';
+
+/*
+ * host_rate_limit and callers that go away (src/policies/pace.ts, outbound/prelude.ts): a caller waiting
+ * for its start gives it back when it disconnects, so a crowd that queues and leaves cannot keep a host
+ * shut for the callers after it. One fixture proxy and a site on 127.0.0.2.
+ */
+
+let rig: BanRig;
+before(async () => {
+  rig = await banRig(['127.0.0.51'], {});
+});
+after(() => rig.close());
+
+/** An absolute-URI request through the listener that hangs up after `ms`, whatever it has received. */
+async function leaveAfter(port: number, url: string, ms: number): Promise<string> {
+  const socket = net.connect({ host: '127.0.0.1', port });
+  let got = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (c: string) => {
+    got += c;
+  });
+  socket.on('error', () => {});
+  socket.write(`GET ${url} HTTP/1.1\r\nHost: ${new URL(url).host}\r\n\r\n`);
+  await new Promise((r) => setTimeout(r, ms));
+  socket.destroy();
+  return got;
+}
+
+describe('host_rate_limit and callers that leave', () => {
+  test('eight callers that queue and hang up give their starts back: the next caller waits one interval, not nine', async () => {
+    const { t, site } = rig;
+    await putRules(t, [{ name: 'slow', match: { hosts: ['127.0.0.2'] }, host_rate_limit: '1/second' }]);
+    const first = await viaProxy(t.httpPort, site.urlA('/first'));
+    assert.equal(first.status, 200, 'the first start is at once');
+    // Eight more queue for the next eight seconds, then hang up before their turn.
+    const left = await Promise.all(
+      Array.from({ length: 8 }, () => leaveAfter(t.httpPort, site.urlA('/left'), 300)),
+    );
+    assert.deepEqual(left, Array(8).fill(''), 'none was answered: each was still waiting');
+    const t0 = performance.now();
+    const next = await viaProxy(t.httpPort, site.urlA('/next'));
+    const waited = performance.now() - t0;
+    assert.equal(next.status, 200);
+    // Its start is the one after the first (about 0.7 s away by now); the eight would have put it 9 s out.
+    assert.ok(waited < 4_000, `the next caller waited ${waited.toFixed(0)} ms`);
+    assert.equal(
+      site.seen.filter((s) => s.path === '/left').length,
+      0,
+      'no request of theirs reached the site',
+    );
+    await putRules(t, []);
+  });
+});
