@@ -35,11 +35,16 @@ interface ProxyView {
 const dir = mkdtempSync(join(tmpdir(), 'rota-exit-e2e-'));
 const db = join(dir, 'pool.db');
 const geoDb = join(dir, 'geo.mmdb');
-/** The echo endpoint: the caller's address, or (to play a provider swapping it) what `swap` says. */
+/**
+ * The echo endpoint: the caller's address, or (to play a provider swapping it) what `swap` says, or (a
+ * rotating port) a new address at every request from an address in `rotating`.
+ */
 const swap = new Map<string, string>();
+const rotating = new Set<string>();
+let rotations = 0;
 const echo = http.createServer((req, res) => {
   const from = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
-  const ip = swap.get(from) ?? from;
+  const ip = rotating.has(from) ? `198.51.100.${++rotations}` : (swap.get(from) ?? from);
   const body = req.url === '/json' ? JSON.stringify({ ip }) : `${ip}\n`;
   res.writeHead(200, { 'content-type': req.url === '/json' ? 'application/json' : 'text/plain' }).end(body);
 });
@@ -50,6 +55,7 @@ let nl1: ForwardProxy;
 let nl2: ForwardProxy;
 let de: ForwardProxy;
 let gw: ForwardProxy;
+let rot: ForwardProxy;
 let rota: RotaGateway;
 const ids: Record<string, string> = {};
 
@@ -116,6 +122,7 @@ before(async () => {
     startForwardProxy({ egress: '127.0.0.3' }),
     startForwardProxy({ egress: '127.0.0.4' }),
   ]);
+  rot = await startForwardProxy({ egress: '127.0.0.6' });
   await start();
   ids.nl1 = await rota.addProxy({ url: `http://127.0.0.1:${nl1.port}` });
   ids.nl2 = await rota.addProxy({ url: `http://127.0.0.1:${nl2.port}` });
@@ -135,6 +142,7 @@ after(async () => {
     nl2?.close(),
     de?.close(),
     gw?.close(),
+    rot?.close(),
   ]);
   echo.close();
   rmSync(dir, { recursive: true, force: true });
@@ -216,5 +224,36 @@ describe('exit identity (ROTA_EXIT_IP_URL, ROTA_GEOIP_DB)', () => {
     const again = await view(ids.nl1 ?? '');
     assert.deepEqual([again.exit_ip, again.exit_country, again.exit_shared_with], ['127.0.0.2', 'NL', 1]);
     assert.equal((await viaListener('NL')).body, '127.0.0.2', 'the learned country selects after a restart');
+  });
+
+  test('a proxy whose exit moves at every check is taken for a rotating one: logged once, no exit kept', async () => {
+    const id = await rota.addProxy({ url: `http://127.0.0.1:${rot.port}` });
+    rotating.add('127.0.0.6');
+    const check = async () => {
+      await api('POST', '/api/v1/proxies/health-check', { proxy_ids: [id] });
+      return (await view(id)).exit_ip;
+    };
+    const seen = [];
+    for (let i = 0; i < 5; i++) seen.push(await check());
+    // Recorded while it might be a swap (the second and third are logged as changes), then not kept.
+    assert.deepEqual(seen.slice(3), [null, null]);
+    assert.ok(
+      seen.slice(0, 3).every((ip) => ip?.startsWith('198.51.100.')),
+      String(seen),
+    );
+    const lines = () =>
+      rota
+        .output()
+        .split('\n')
+        .filter((l) => l.includes(id));
+    for (let i = 0; i < 40 && !lines().some((l) => l.includes('rotating')); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(lines().filter((l) => l.includes('taken for a rotating proxy')).length, 1, 'logged once');
+    assert.equal(lines().filter((l) => l.includes('exit address changed')).length, 2);
+    // Steady again: its exit is recorded from the second check that sees the same address.
+    rotating.clear();
+    assert.equal(await check(), null);
+    assert.equal(await check(), '127.0.0.6');
   });
 });
