@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import type { ProxyRecord } from '../pool/types.ts';
 import { DispatcherCache } from './dispatchers.ts';
+import { send } from './send.ts';
 
 const base: ProxyRecord = {
   id: 'p1',
@@ -46,5 +49,62 @@ describe('DispatcherCache', () => {
     await cache.close(base.id);
     assert.equal(cache.size, 0);
     assert.notEqual(cache.get(base), d);
+  });
+});
+
+describe('DispatcherCache: gateway sessions', () => {
+  it('beyond 256 rendered credentials the least recently used idle one goes; a busy one stays and finishes', async () => {
+    // A proxy on loopback that holds /slow until told, and answers anything else at once.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let arrived = () => {};
+    const slowArrived = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    const proxy = http.createServer((req, res) => {
+      if (req.url?.endsWith('/slow')) {
+        arrived();
+        void held.then(() => res.end('late'));
+      } else res.end('ok');
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const cache = new DispatcherCache({ connectTimeoutMs: 1_000, closeGraceMs: 50 });
+    try {
+      const gw: ProxyRecord = {
+        ...base,
+        id: 'gw',
+        port: (proxy.address() as AddressInfo).port,
+        usernameTemplate: 'u-{session}',
+      };
+      const rendered = (n: number): ProxyRecord => ({ ...gw, username: `u-${n}` });
+      const ask = (d: ReturnType<DispatcherCache['get']>, path: string) =>
+        send(d, {
+          url: new URL(`http://target.test${path}`),
+          method: 'GET',
+          headers: {},
+          body: null,
+          deadline: performance.now() + 10_000,
+          maxResponseBytes: 1024,
+        });
+      const busy = cache.get(rendered(0));
+      const answer = ask(busy, '/slow');
+      await slowArrived;
+      const idle = cache.get(rendered(1));
+      await ask(idle, '/fast');
+      // 256 more: the cache passes its bound; the least recently used are 0 (busy) and then 1 (idle).
+      for (let n = 2; n <= 257; n++) cache.get(rendered(n));
+      assert.equal(cache.get(rendered(0)), busy, 'the busy one was kept');
+      assert.notEqual(cache.get(rendered(1)), idle, 'the idle one was closed to make room');
+      release();
+      const res = await answer;
+      assert.equal(res.statusCode, 200);
+      assert.equal(res.body.toString(), 'late', 'the busy session’s answer arrived whole');
+    } finally {
+      release();
+      await cache.closeAll();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
   });
 });
