@@ -6,7 +6,7 @@ import {
   DOORS,
   type Door,
 } from '../metrics/calls.ts';
-import { type CallOutcome, LogEntry, outcomeOf, pathOnly } from './entry.ts';
+import { CALL_OUTCOMES, type CallOutcome, LogEntry, outcomeOf, pathOnly } from './entry.ts';
 
 /**
  * The request log's ring, kept in columns: a call's facts are copied into typed arrays and arrays of
@@ -61,6 +61,12 @@ export class Columns {
   readonly #port: Int32Array;
   readonly #delivered: Int8Array;
   readonly #n: Uint8Array;
+  /**
+   * The call's outcome (a CALL_OUTCOMES index), kept when pushed, where the record is at hand: worked
+   * out from the rebuilt record at each filter, an `outcome` filter cost ~0.3-0.5 s of the event loop on
+   * a ring of 1,000,000, and ~20 ms read from here.
+   */
+  readonly #outcome: Uint8Array;
   readonly #method: (string | undefined)[];
   readonly #host: (string | undefined)[];
   readonly #path: (string | null)[];
@@ -88,6 +94,7 @@ export class Columns {
     this.#port = new Int32Array(capacity);
     this.#delivered = new Int8Array(capacity);
     this.#n = new Uint8Array(capacity);
+    this.#outcome = new Uint8Array(capacity);
     this.#method = strings<string>();
     this.#host = strings<string>();
     this.#path = new Array<string | null>(capacity).fill(null);
@@ -121,6 +128,7 @@ export class Columns {
     const door = c.door === undefined ? 0 : DOORS.indexOf(c.door) + 1;
     const scheme = c.scheme === 'https' ? 2 : c.scheme === 'http' ? 1 : 0;
     this.#flags[s] = (c.ok ? 1 : 0) | (door << 1) | (scheme << 4);
+    this.#outcome[s] = CALL_OUTCOMES.indexOf(outcomeOf(c));
     this.#port[s] = c.port ?? NONE;
     this.#delivered[s] = c.deliveredAttempt ?? NONE;
     this.#method[s] = c.method;
@@ -197,7 +205,7 @@ export class Columns {
     if (f.host !== undefined && this.#host[slot] !== f.host) return false;
     if (f.door !== undefined && this.#doorOf(slot) !== f.door) return false;
     if (f.proxyId !== undefined && !this.#usedProxy(slot, f.proxyId)) return false;
-    return f.outcome === undefined || outcomeOf(this.#call(slot)) === f.outcome;
+    return f.outcome === undefined || CALL_OUTCOMES[this.#outcome[slot]!] === f.outcome;
   }
 
   #doorOf(slot: number): Door | undefined {

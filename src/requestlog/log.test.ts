@@ -63,6 +63,12 @@ describe('request log', () => {
       ids.slice(2).reverse(),
     );
     assert.ok(page.items.every((e) => e.open));
+    // Pages past the first, unfiltered (read without a scan) and filtered alike.
+    for (const f of [{}, { host: 'a.example' }]) {
+      const second = log.list(f, 2, 2);
+      assert.deepEqual([second.total, second.items.map((e) => e.call.id)], [3, [ids[2]]], JSON.stringify(f));
+      assert.deepEqual(log.list(f, 3, 2).items, []);
+    }
     log.ended(ids[4] ?? 0, 10, 200);
     assert.deepEqual(told, [ids[4]]);
     const done = log.list({}, 1, 1).items[0];
