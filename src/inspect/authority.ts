@@ -37,8 +37,6 @@ export interface AuthorityOptions {
   readonly logger: Logger;
   /** Milliseconds since the epoch; the clock CA validity is judged and dated by. */
   readonly now?: () => number;
-  /** How long apart two reads of the store must agree before a just-made CA is taken (ca-keep.ts). */
-  readonly settleMs?: number;
   /** Makes Rota's own CA (tests count or hold it). */
   readonly makeCa?: (now: number) => Promise<NewCa>;
 }
@@ -47,8 +45,6 @@ type State =
   | { readonly kind: 'idle' }
   | { readonly kind: 'loading'; readonly promise: Promise<CaSigner> }
   | { readonly kind: 'ready'; readonly signer: CaSigner };
-
-const DEFAULT_SETTLE_MS = 250;
 
 export class InspectionAuthority {
   #state: State = { kind: 'idle' };
@@ -112,7 +108,6 @@ export class InspectionAuthority {
     const kept = await keepInStore({
       store,
       now: this.#now,
-      settleMs: this.#o.settleMs ?? DEFAULT_SETTLE_MS,
       make: this.#o.makeCa ?? makeRotaCa,
     });
     const signer = await this.#signerOf(kept.ca, 'store');

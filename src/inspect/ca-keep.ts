@@ -3,24 +3,20 @@
  * the setting `inspection_ca` holds { v: 1, cert: PEM, key: sealed PEM, createdAt: ms }. The key is
  * sealed like source credentials (store.sealSecret, bound to the context `inspection_ca:key`).
  *
- * The store has no put-if-absent, only last-writer-wins puts, so two instances making the first CA at
- * once can both write. They agree by settling: whoever made one, or found one younger than FRESH_MS,
- * re-reads every `settleMs` until two reads in a row give the same CA, and takes that one. A rival
- * writes within one store round trip of its own "still absent" read (the CA is made before that read),
- * so by the time two reads `settleMs` apart agree every racing write has landed. A stall longer than
- * `settleMs` between that read and that write (a GC pause, a frozen host) could still split the two;
- * an atomic put-if-absent in ProxyStore would close that gap.
+ * Two instances making the first CA at once agree through the store's atomic add (ProxyStore.addSetting,
+ * an INSERT that does nothing where the key is taken): the first CA to land is the one; the other
+ * instance reads it back and drops its own.
+ *
+ *   read ──found──▶ use it
+ *     └─none──▶ make one ──addSetting──landed──▶ use it
+ *                                └─taken──▶ read the one that landed, use it
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { RotaError } from '../errors/rota-error.ts';
 import type { ProxyStore } from '../store/types.ts';
 import type { NewCa } from './ca-make.ts';
 
 export const CA_SETTING = 'inspection_ca';
 const SEAL_CONTEXT = 'inspection_ca:key';
-/** A stored CA older than this was not made in a race still running: taken without settling. */
-const FRESH_MS = 60_000;
-const MAX_ROUNDS = 20;
 
 interface StoredCa {
   readonly v: 1;
@@ -32,7 +28,6 @@ interface StoredCa {
 export interface KeepOptions {
   readonly store: ProxyStore;
   readonly now: () => number;
-  readonly settleMs: number;
   readonly make: (now: number) => Promise<NewCa>;
 }
 
@@ -72,37 +67,25 @@ function open(store: ProxyStore, stored: StoredCa): NewCa {
   }
 }
 
-/** Reads until two reads `settleMs` apart give the same CA. */
-async function settle(o: KeepOptions): Promise<StoredCa> {
-  let prev = await read(o.store);
-  for (let i = 0; i < MAX_ROUNDS; i++) {
-    await sleep(o.settleMs);
-    const cur = await read(o.store);
-    if (cur !== null && cur.cert === prev?.cert) return cur;
-    prev = cur;
-  }
-  throw new RotaError('SERVICE_UNAVAILABLE', 'inspection: the CA in the store did not settle; try again');
-}
-
-/** The stored CA, made and stored first when there is none. */
+/** The stored CA, made and added first when there is none. */
 export async function keepInStore(o: KeepOptions): Promise<Kept> {
   const found = await read(o.store);
-  if (found !== null && o.now() - found.createdAt >= FRESH_MS)
-    return { ca: open(o.store, found), created: false };
-  let mine: string | null = null;
-  if (found === null) {
-    const made = await o.make(o.now());
-    const record: StoredCa = {
-      v: 1,
-      cert: made.certPem,
-      key: o.store.sealSecret(made.keyPem, SEAL_CONTEXT),
-      createdAt: o.now(),
-    };
-    if ((await read(o.store)) === null) {
-      await o.store.putSetting(CA_SETTING, record);
-      mine = record.cert;
-    }
+  if (found !== null) return { ca: open(o.store, found), created: false };
+  const made = await o.make(o.now());
+  const record: StoredCa = {
+    v: 1,
+    cert: made.certPem,
+    key: o.store.sealSecret(made.keyPem, SEAL_CONTEXT),
+    createdAt: o.now(),
+  };
+  if (await o.store.addSetting(CA_SETTING, record)) return { ca: made, created: true };
+  // Another instance's CA landed first: that one is everybody's.
+  const landed = await read(o.store);
+  if (landed === null) {
+    throw new RotaError(
+      'SERVICE_UNAVAILABLE',
+      'inspection: the stored CA went away as it was made; try again',
+    );
   }
-  const settled = await settle(o);
-  return { ca: open(o.store, settled), created: settled.cert === mine };
+  return { ca: open(o.store, landed), created: false };
 }

@@ -42,7 +42,6 @@ describe('inspection CA in a SQLite store', () => {
       files: null,
       store: s1,
       logger: log.logger,
-      settleMs: 20,
       makeCa: recordingMaker(made),
     });
     const pem = await a1.caPem();
@@ -63,7 +62,6 @@ describe('inspection CA in a SQLite store', () => {
       files: null,
       store: s2,
       logger: log.logger,
-      settleMs: 20,
       makeCa: recordingMaker(made),
     });
     assert.equal(await a2.caPem(), pem);
@@ -82,12 +80,13 @@ describe('inspection CA in a SQLite store', () => {
   it('two instances racing for the first CA end with the same one', async () => {
     const path = dbPath();
     const [s1, s2] = [await sqliteAt(path), await sqliteAt(path)];
-    let puts = 0;
+    const adds: boolean[] = [];
     for (const s of [s1, s2]) {
-      const put = s.putSetting.bind(s);
-      s.putSetting = (k, v) => {
-        if (k === CA_SETTING) puts++;
-        return put(k, v);
+      const add = s.addSetting.bind(s);
+      s.addSetting = async (k, v) => {
+        const landed = await add(k, v);
+        if (k === CA_SETTING) adds.push(landed);
+        return landed;
       };
     }
     const made: NewCa[] = [];
@@ -97,16 +96,20 @@ describe('inspection CA in a SQLite store', () => {
     });
     const mk = recordingMaker(made, gate);
     const { logger } = keptLogger();
-    const a = new InspectionAuthority({ files: null, store: s1, logger, settleMs: 30, makeCa: mk });
-    const b = new InspectionAuthority({ files: null, store: s2, logger, settleMs: 30, makeCa: mk });
+    const a = new InspectionAuthority({ files: null, store: s1, logger, makeCa: mk });
+    const b = new InspectionAuthority({ files: null, store: s2, logger, makeCa: mk });
     const both = Promise.all([a.caPem(), b.caPem()]);
     while (made.length < 2) await new Promise((r) => setImmediate(r));
     open();
     const [pa, pb] = await both;
     assert.equal(made.length, 2, 'both made one');
     assert.equal(pa, pb, 'both use the same');
-    assert.equal(puts, 2, 'both wrote (each read none after making its own): settling made them agree');
-    const later = new InspectionAuthority({ files: null, store: s1, logger, settleMs: 30 });
+    assert.deepEqual(
+      adds.sort(),
+      [false, true],
+      'both tried to add theirs (each read none before making it): one landed, the other took it',
+    );
+    const later = new InspectionAuthority({ files: null, store: s1, logger });
     assert.equal(await later.caPem(), pa);
     await s1.close();
     await s2.close();
@@ -121,13 +124,12 @@ describe('inspection CA in a SQLite store', () => {
       files: null,
       store: s,
       logger: log.logger,
-      settleMs: 5,
       makeCa: recordingMaker(made),
     }).caPem();
     const stored = (await s.getSetting(CA_SETTING)) as { key: string; createdAt: number };
     const flipped = stored.key.slice(0, -4) + (stored.key.endsWith('AAAA') ? 'BBBB' : 'AAAA');
     await s.putSetting(CA_SETTING, { ...stored, key: flipped, createdAt: 0 });
-    const again = new InspectionAuthority({ files: null, store: s, logger: log.logger, settleMs: 5 });
+    const again = new InspectionAuthority({ files: null, store: s, logger: log.logger });
     const err = await again.caPem().then(
       () => assert.fail('opened a tampered key'),
       (e: unknown) => e,

@@ -211,6 +211,19 @@ export function storeContract(name: string, make: () => ProxyStore): void {
       assert.equal(await s.getSetting('k'), 42);
     });
 
+    it('adds a setting only where there is none: of many adds at once exactly one lands', async () => {
+      const s = await opened();
+      // At once: the PostgreSQL store sends them on several connections of its pool.
+      const results = await Promise.all(Array.from({ length: 8 }, (_, n) => s.addSetting('first', { n })));
+      assert.equal(results.filter(Boolean).length, 1, JSON.stringify(results));
+      const won = results.indexOf(true);
+      assert.deepEqual(await s.getSetting('first'), { n: won });
+      assert.equal(await s.addSetting('first', { n: 99 }), false, 'an add over a value changes nothing');
+      assert.deepEqual(await s.getSetting('first'), { n: won });
+      await s.putSetting('first', { n: 100 });
+      assert.deepEqual(await s.getSetting('first'), { n: 100 }, 'a put still replaces');
+    });
+
     it('keeps null and unicode credentials exactly', async () => {
       const s = await opened();
       const none = rec();

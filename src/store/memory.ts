@@ -129,6 +129,12 @@ export class MemoryStore implements ProxyStore {
     this.settings.set(key, JSON.stringify(value));
   }
 
+  async addSetting(key: string, value: unknown): Promise<boolean> {
+    if (this.settings.has(key)) return false;
+    this.settings.set(key, JSON.stringify(value));
+    return true;
+  }
+
   // Nothing here reaches a disk: a secret stays as given.
   sealSecret(plain: string): string {
     return plain;

@@ -208,6 +208,17 @@ export class PostgresStore implements ProxyStore {
     );
   }
 
+  async addSetting(key: string, value: unknown): Promise<boolean> {
+    const { pool } = this.opened();
+    const { rowCount } = await this.guard(
+      pool.query('INSERT INTO rota_settings (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [
+        key,
+        JSON.stringify(value) ?? 'null',
+      ]),
+    );
+    return rowCount === 1;
+  }
+
   sealSecret(plain: string, context: string): string {
     return sealText(this.opened().cipher, plain, context);
   }

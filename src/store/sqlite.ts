@@ -63,6 +63,9 @@ function prepare(db: Db) {
     putSetting: db.prepare<[string, string]>(
       'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
     ),
+    addSetting: db.prepare<[string, string]>(
+      'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING',
+    ),
   };
 }
 
@@ -223,6 +226,12 @@ export class SqliteStore implements ProxyStore {
     return this.#bulk.whenIdle(() => {
       this.opened().stmts.putSetting.run(key, JSON.stringify(value) ?? 'null');
     });
+  }
+
+  addSetting(key: string, value: unknown): Promise<boolean> {
+    return this.#bulk.whenIdle(
+      () => this.opened().stmts.addSetting.run(key, JSON.stringify(value) ?? 'null').changes === 1,
+    );
   }
 
   sealSecret(plain: string, context: string): string {

@@ -40,6 +40,12 @@ export interface ProxyStore {
   getSetting(key: string): Promise<unknown>;
   putSetting(key: string, value: unknown): Promise<void>;
   /**
+   * Stores `value` under `key` only when the key holds nothing yet, in one atomic step: resolves true when
+   * this call's value was stored, false when another was there (and stays). Two instances making the same
+   * first value at once (inspection's CA) agree on the one that landed first.
+   */
+  addSetting(key: string, value: unknown): Promise<boolean>;
+  /**
    * A secret kept inside a setting (a source's header value), as text: sealed with the credentials' key by
    * the SQL stores, as given by the memory store (which writes nothing anywhere). `context` is bound to it:
    * opened under another context it fails (CredentialDecryptError).
