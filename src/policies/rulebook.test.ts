@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { intervalOf, passesFilter, pathUnder, RuleBook } from './rulebook.ts';
+import { intervalOf, matchedPath, passesFilter, pathUnder, RuleBook } from './rulebook.ts';
 import type { PolicyList, RuleInput } from './schema.ts';
 
 const rule = (name: string, hosts: string[], extra: Partial<RuleInput> = {}): RuleInput => ({
@@ -105,5 +105,28 @@ describe('policy rule book', () => {
     const us = Number(process.hrtime.bigint() - t0) / 1000 / n;
     // A loose bound for a loaded test machine; the benchmark (npm run bench) reports the figure.
     assert.ok(us < 5, `${us.toFixed(3)} µs per match`);
+  });
+});
+
+describe('paths as the site reads them', () => {
+  it('dot segments and escaped unreserved characters cannot slip past a path rule', () => {
+    const book = new RuleBook({
+      rules: [{ name: 'search', match: { hosts: ['a.test'], paths: ['/search'] }, min_interval_ms: 10 }],
+    });
+    for (const path of [
+      '/search',
+      '/./search',
+      '/x/../search',
+      '/%73earch',
+      '/%2e/search?q=1',
+      '/search/%2E%2E/search',
+    ]) {
+      assert.equal(book.match({ host: 'a.test', path })?.name, 'search', path);
+    }
+    for (const path of ['/searching', '//search', '/%2fsearch', '/x/search']) {
+      assert.equal(book.match({ host: 'a.test', path }), null, path);
+    }
+    assert.equal(matchedPath('/a/./b?x=/../y'), '/a/b?x=/../y', 'the query is left as it is');
+    assert.equal(matchedPath('//evil/search'), '//evil/search', 'never read as an authority');
   });
 });

@@ -71,7 +71,12 @@ export class RuleBook {
   /** The rule that applies to the call, or null (the global settings alone). */
   match(q: MatchQuery): Rule | null {
     if (this.rules.length === 0) return null;
-    for (const r of this.forHost(q.host)) if (fits(r, q)) return r;
+    let path: string | undefined | null = null;
+    for (const r of this.forHost(q.host)) {
+      // The path as the site reads it, worked out once, only when a rule names paths.
+      if (r.paths !== null && path === null) path = q.path === undefined ? undefined : matchedPath(q.path);
+      if (fits(r, q, path ?? undefined)) return r;
+    }
     return null;
   }
 
@@ -111,12 +116,34 @@ function push(m: Map<string, number[]>, key: string, i: number): void {
   else if (list[list.length - 1] !== i) list.push(i);
 }
 
-function fits(r: Rule, q: MatchQuery): boolean {
+function fits(r: Rule, q: MatchQuery, path: string | undefined): boolean {
   if (r.methods !== null && (q.method === undefined || !r.methods.has(q.method))) return false;
   if (r.paths === null) return true;
-  const path = q.path;
   if (path === undefined) return false;
   return r.paths.some((p) => pathUnder(path, p));
+}
+
+const UNRESERVED_ESCAPE = /%(2[dDeE]|3\d|[46][1-9a-fA-F]|[57][0-9aA]|5[fF]|7[eE])/g;
+
+/**
+ * The path a rule's prefixes are matched against: the request's path as a site reads it, so that a
+ * client cannot slip past a rule with `/./search`, `/x/../search` or `/%73earch` (sent as asked, read
+ * by the site as `/search`): dot segments removed (RFC 3986 5.2.4, as WHATWG URL does) and escaped
+ * unreserved characters decoded (RFC 3986 6.2.2.2). Its query is kept (a prefix may run into it).
+ */
+export function matchedPath(path: string): string {
+  const q = path.indexOf('?');
+  const bare = q === -1 ? path : path.slice(0, q);
+  const plain = bare.includes('%') ? bare.replace(UNRESERVED_ESCAPE, (e) => decodeURIComponent(e)) : bare;
+  if (!plain.includes('.') && plain === bare) return path;
+  let normal: string;
+  try {
+    // Appended to an origin, not resolved against one: `//x/y` stays a path, never an authority.
+    normal = new URL(`http://h${plain}`).pathname;
+  } catch {
+    return path;
+  }
+  return q === -1 ? normal : normal + path.slice(q);
 }
 
 /** `/a` covers `/a`, `/a/b` and `/a?x`, not `/ab`; a prefix ending in `/` covers what starts with it. */
