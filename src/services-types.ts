@@ -29,7 +29,7 @@ import type { HostAnalytics } from './requestlog/hosts/hosts.ts';
 import type { RequestLog } from './requestlog/log.ts';
 import type { SharedState } from './shared-state/shared.ts';
 import type { SourceManager } from './sources/manager.ts';
-import type { SsrfGuard } from './ssrf/guard.ts';
+import type { Resolver, SsrfGuard } from './ssrf/guard.ts';
 import type { ProxyStore } from './store/types.ts';
 import type { DispatcherCache } from './upstream/dispatchers.ts';
 import type { UpstreamTlsOptions } from './upstream/types.ts';
@@ -112,4 +112,6 @@ export interface ServiceOverrides {
   upstreamCloseGraceMs?: number;
   /** Process metrics on /metrics; tests building many apps turn them off. */
   processMetrics?: boolean;
+  /** How the SSRF rules resolve a target's name (tests give names addresses without DNS). */
+  resolve?: Resolver;
 }

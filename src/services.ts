@@ -76,7 +76,7 @@ export async function createServices(
     retentionMs: config.metricsRetentionHours * 3_600_000,
   });
   pool.setStatusResolver((id) => STATUS_OF[breakers.state(id)]);
-  const ssrf = new SsrfGuard({ allow: config.ssrfAllow });
+  const ssrf = new SsrfGuard({ allow: config.ssrfAllow, ...(o.resolve ? { resolve: o.resolve } : {}) });
   const dispatchers = new DispatcherCache({
     checkAddress: (ip) => ssrf.checkAddress(ip),
     ...(config.upstreamAllow.length > 0 ? { proxyAllowed: allowedHosts(config.upstreamAllow) } : {}),
@@ -158,10 +158,11 @@ export async function createServices(
     pacer: policies.pacer,
     sessions: policies.sessions,
     monotonic: clock.monotonic,
+    retryTimeoutS: () => retry.get().timeout ?? null,
     onRule: (rule, event) =>
       event === 'request' ? policyMetrics.request(rule) : policyMetrics.rateLimited(rule),
   });
-  policies.holder.onChange(() => policyMetrics.keep(new Set(policies.holder.get().rules.map((r) => r.name))));
+  policies.holder.onRules((names) => policyMetrics.keep(names));
   const health = new HealthChecker({
     pool,
     breakers,

@@ -1,14 +1,17 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
+import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { type BanRig, banRig } from './helpers/ban-rig.ts';
-import { viaProxy } from './helpers/forward.ts';
+import { addUpstream, type ListeningApp, listeningApp, viaProxy } from './helpers/forward.ts';
 import { putRules } from './helpers/policies.ts';
 
 /*
  * host_rate_limit and callers that go away (src/policies/pace.ts, outbound/prelude.ts): a caller waiting
  * for its start gives it back when it disconnects, so a crowd that queues and leaves cannot keep a host
- * shut for the callers after it. One fixture proxy and a site on 127.0.0.2.
+ * shut for the callers after it. One fixture proxy and a site on 127.0.0.2. And a call that no proxy
+ * could serve, whose target was therefore never checked by the SSRF rules, never waits for a start.
  */
 
 let rig: BanRig;
@@ -55,5 +58,42 @@ describe('host_rate_limit and callers that leave', () => {
       'no request of theirs reached the site',
     );
     await putRules(t, []);
+  });
+});
+
+describe('host_rate_limit and the SSRF rules', () => {
+  let target: TargetServer;
+  let proxy: ForwardProxy;
+  let t: ListeningApp;
+  before(async () => {
+    [target, proxy] = await Promise.all([startTarget(), startForwardProxy()]);
+    // inside.test is 127.0.0.1, outside what this instance allows: refused once resolved.
+    t = await listeningApp(
+      { ROTA_SSRF_ALLOW: '127.0.0.2/32', ROTA_TIMEOUT: '10' },
+      { resolve: async (host) => (host === 'inside.test' ? ['127.0.0.1'] : []) },
+    );
+  });
+  after(async () => {
+    await t.close();
+    await Promise.all([target.close(), proxy.close()]);
+  });
+
+  test('with no proxy to serve it a call is refused at once, never queued unchecked for a proxy added later', async () => {
+    await putRules(t, [{ name: 'all', match: { hosts: ['*'] }, host_rate_limit: '1/second' }]);
+    const url = `http://inside.test:${target.port}/secret`;
+    assert.equal((await viaProxy(t.httpPort, url)).status, 503, 'an empty pool');
+    const t0 = performance.now();
+    const second = viaProxy(t.httpPort, url);
+    await new Promise((r) => setTimeout(r, 200));
+    await addUpstream(t, { url: `http://127.0.0.1:${proxy.port}` });
+    const answer = await second;
+    assert.equal(answer.status, 503, 'answered as the pool was when it came: it did not wait for a start');
+    assert.ok(performance.now() - t0 < 900, 'at once');
+    assert.equal(proxy.requests.length, 0, 'the unchecked target never reached a proxy');
+    await new Promise((r) => setTimeout(r, 1_000));
+    const checked = await viaProxy(t.httpPort, url);
+    assert.equal(checked.status, 403, 'with a proxy, the SSRF rules judge it');
+    assert.equal(checked.headers['x-rota-error'], 'SSRF_BLOCKED');
+    assert.equal(proxy.requests.length, 0);
   });
 });

@@ -110,7 +110,9 @@ export class BanJudge {
 /** The host a ban is about: the target's lower-case host name, without port or IPv6 brackets. */
 export function banHost(url: URL | { hostname: string }): string {
   const h = url.hostname.toLowerCase();
-  return h.startsWith('[') ? h.slice(1, -1) : h;
+  if (h.startsWith('[')) return h.slice(1, -1);
+  // `a.test.` is `a.test` (a fully qualified name): one site, one set of bans, paces and host sessions.
+  return h.endsWith('.') ? h.slice(0, -1) : h;
 }
 
 /** The target's port, the scheme's default when the URL names none (pair refusals, bans/refusals.ts). */

@@ -66,6 +66,8 @@ export interface PreludeDeps {
   /** Session terms where no rule sets them. */
   readonly sessions: SessionDefaultsMs;
   readonly monotonic: () => number;
+  /** The retry policy's `timeout` (seconds; null: none), which caps every call's budget. */
+  readonly retryTimeoutS?: () => number | null;
   /** Per-rule counters (metrics): a call matched `rule`, or its host_rate_limit refused it. */
   readonly onRule?: ((rule: string, event: 'request' | 'rate_limited') => void) | undefined;
 }
@@ -80,8 +82,9 @@ export class CallPrelude {
   prepare<R>(c: DoorCall<R>): Prepared<R> | Promise<Prepared<R>> {
     const known = this.#d.ssrf.checkKnown(c.target);
     if (known !== null) return this.#after(c, known);
-    // A call no proxy could serve ends in 503 whatever its target: it costs no DNS lookup.
-    if (!this.#d.selector.anyAdmissible(c.onlyCountry)) return this.#input(c, c.target);
+    // A call no proxy could serve ends in 503 whatever its target: it costs no DNS lookup. It must not
+    // wait for a host_rate_limit start either: a proxy usable by then would carry a target never checked.
+    if (!this.#d.selector.anyAdmissible(c.onlyCountry)) return this.#input(c, c.target, false);
     return this.#d.ssrf.check(c.target).then((v) => this.#after(c, v));
   }
 
@@ -108,7 +111,8 @@ export class CallPrelude {
     return this.#input(c, v.url === c.target.href ? c.target : new URL(v.url));
   }
 
-  #input<R>(c: DoorCall<R>, checked: URL): Prepared<R> | Promise<Prepared<R>> {
+  /** `pace` false: the target is unchecked (no proxy could serve it): never wait, whatever the rule. */
+  #input<R>(c: DoorCall<R>, checked: URL, pace = true): Prepared<R> | Promise<Prepared<R>> {
     const host = c.host ?? banHost(checked);
     const work = c.work(checked);
     const input: CallInput<R> = {
@@ -130,7 +134,7 @@ export class CallPrelude {
       this.#d.onRule?.(rule.name, 'request');
     }
     if (c.sessionId !== undefined && c.sessionId !== '') this.#session(input, c.sessionId, host, rule);
-    if (rule?.hostIntervalMs === undefined) return input;
+    if (rule?.hostIntervalMs === undefined || !pace) return input;
     return this.#paced(input, rule, host, rule.hostIntervalMs);
   }
 
@@ -160,7 +164,8 @@ export class CallPrelude {
     host: string,
     intervalMs: number,
   ): Prepared<R> | Promise<Prepared<R>> {
-    const budgetMs = input.timeoutS * 1000;
+    // The call's whole budget, as the engine will count it: the retry policy's timeout caps the client's.
+    const budgetMs = Math.min(input.timeoutS, this.#d.retryTimeoutS?.() ?? Number.POSITIVE_INFINITY) * 1000;
     // The call needs some of its timeout left once it may start: a start at the very end would time out.
     const r = this.#d.pacer.reserve(`${rule.name}\n${host}`, intervalMs, this.#d.monotonic(), budgetMs * 0.9);
     if (!r.ok) {
@@ -169,11 +174,14 @@ export class CallPrelude {
     }
     if (r.waitMs <= 0) return input;
     input.timeoutS = (budgetMs - r.waitMs) / 1000;
-    // A caller gone while it waits gives its start back: it must not hold the host's schedule.
-    // (The engine then ends the call: its signal is aborted.)
+    // A caller gone while it waits gives its start back (it must not hold the host's schedule) and goes
+    // no further: no pick, so no session count, re-pin or proxy start for a request never sent.
     return delay(r.waitMs, input.signal).then((waited) => {
-      if (!waited) this.#d.pacer.release(r.slot);
-      return input;
+      if (waited) return input;
+      this.#d.pacer.release(r.slot);
+      return new RotaError('REQUEST_FAILED', 'The request was aborted', {
+        details: { reason: 'client_gone' },
+      });
     });
   }
 }

@@ -42,4 +42,21 @@ describe('policy holder', () => {
     assert.equal(await again.load(), true);
     assert.equal(again.book().match({ host: 'www.example.com' })?.name, 'de');
   });
+
+  it('tells the rule names in use after a change made here and after a reload of one made elsewhere', async () => {
+    const store = new MemoryStore();
+    const [here, there] = [new PolicyHolder(store), new PolicyHolder(store)];
+    const told: string[][] = [];
+    there.onRules((names) => told.push([...names]));
+    await here.replace({
+      rules: [
+        { name: 'a', match: { hosts: ['*'] } },
+        { name: 'b', match: { hosts: ['x.test'] } },
+      ],
+    });
+    await there.load();
+    await here.replace({ rules: [{ name: 'b', match: { hosts: ['x.test'] } }] });
+    await there.load();
+    assert.deepEqual(told, [['a', 'b'], ['b']]);
+  });
 });

@@ -22,6 +22,7 @@ export class PolicyHolder {
   readonly #policy: StoredPolicy<PolicyList>;
   #book: RuleBook;
   #of: Readonly<PolicyList>;
+  readonly #onRules: ((names: ReadonlySet<string>) => void)[] = [];
 
   constructor(store: ProxyStore) {
     this.#policy = new StoredPolicy(store, STORAGE_KEY, PolicyListSchema, { rules: [] });
@@ -29,8 +30,11 @@ export class PolicyHolder {
     this.#book = new RuleBook(this.#of);
   }
 
-  load(): Promise<boolean> {
-    return this.#policy.load();
+  /** Reads the stored list (at start, and when another instance says it changed). */
+  async load(): Promise<boolean> {
+    const found = await this.#policy.load();
+    this.#tellRules();
+    return found;
   }
 
   get(): Readonly<PolicyList> {
@@ -50,11 +54,27 @@ export class PolicyHolder {
   /** Replaces the whole list (checked first: policyProblems). Durable when it resolves. */
   async replace(list: PolicyList): Promise<Readonly<PolicyList>> {
     await this.#policy.update(canonical(list));
+    this.#tellRules();
     return this.get();
   }
 
+  /** Told after every update made here (shared state tells the other instances). */
   onChange(listener: () => void): void {
     this.#policy.onChange(listener);
+  }
+
+  /**
+   * Told the rule names in use whenever the list may have changed, here or (load) on another instance:
+   * per-rule series of rules gone are dropped on every instance, not only where the PUT was made.
+   */
+  onRules(listener: (names: ReadonlySet<string>) => void): void {
+    this.#onRules.push(listener);
+  }
+
+  #tellRules(): void {
+    if (this.#onRules.length === 0) return;
+    const names = new Set(this.#policy.get().rules.map((r) => r.name));
+    for (const l of this.#onRules) l(names);
   }
 }
 
