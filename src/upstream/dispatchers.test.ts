@@ -107,4 +107,48 @@ describe('DispatcherCache: gateway sessions', () => {
       await new Promise<void>((resolve) => proxy.close(() => resolve()));
     }
   });
+
+  it('with every cached session busy, one more is still served (the cache holds more until they end)', async () => {
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let waiting = 0;
+    const proxy = http.createServer((_req, res) => {
+      waiting++;
+      void held.then(() => res.end('ok'));
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const cache = new DispatcherCache({ connectTimeoutMs: 1_000, closeGraceMs: 50 });
+    try {
+      const gw: ProxyRecord = {
+        ...base,
+        id: 'gw',
+        port: (proxy.address() as AddressInfo).port,
+        usernameTemplate: 'u-{session}',
+      };
+      const answers = Array.from({ length: 300 }, (_, n) =>
+        send(cache.get({ ...gw, username: `u-${n}` }), {
+          url: new URL('http://target.test/x'),
+          method: 'GET',
+          headers: {},
+          body: null,
+          deadline: performance.now() + 20_000,
+          maxResponseBytes: 1024,
+        }).then(
+          (r) => r.statusCode,
+          (e: unknown) => (e as Error).message,
+        ),
+      );
+      for (let i = 0; i < 500 && waiting < 300; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(waiting, 300, 'every request reached the proxy');
+      release();
+      const codes = await Promise.all(answers);
+      assert.deepEqual(new Set(codes), new Set([200]), 'none was cut for room');
+    } finally {
+      release();
+      await cache.closeAll();
+      await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    }
+  });
 });

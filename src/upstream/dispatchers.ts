@@ -113,7 +113,7 @@ export class DispatcherCache {
     if (known !== undefined) void this.#retire(known.dispatcher);
     const dispatcher = createDispatcher(record, this.#dialer);
     this.#gateways.set(key, { id: record.id, dispatcher });
-    if (this.#gateways.size > GATEWAY_DISPATCHERS) this.#evictIdle();
+    if (this.#gateways.size > GATEWAY_DISPATCHERS) this.#evictIdle(key);
     return dispatcher;
   }
 
@@ -122,9 +122,10 @@ export class DispatcherCache {
    * is never closed to make room: a client making fresh provider sessions fast must not cut the answers
    * other calls are still streaming (the cache then holds more than its bound until they end).
    */
-  #evictIdle(): void {
+  #evictIdle(made: string): void {
     for (const [key, g] of this.#gateways) {
-      if (g.dispatcher.busy()) continue;
+      // Not the one just made for the caller (idle until it sends): when every other is busy, none goes.
+      if (key === made || g.dispatcher.busy()) continue;
       this.#gateways.delete(key);
       void this.#retire(g.dispatcher);
       return;
