@@ -152,4 +152,27 @@ describe('the request log stream and its clients', () => {
       fast.socket.destroy();
     }
   });
+
+  test('closing the server ends the open streams: they do not hold its shutdown', async () => {
+    const other = await listeningApp();
+    await other.app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (other.app.server.address() as { port: number }).port;
+    const socket = net.connect({ host: '127.0.0.1', port });
+    let text = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (c: string) => {
+      text += c;
+    });
+    socket.on('error', () => {});
+    const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write(
+      'GET /api/v1/requests/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n',
+    );
+    for (let i = 0; i < 200 && !text.includes('\r\n\r\n'); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.match(text, /^HTTP\/1\.1 200/);
+    const t0 = performance.now();
+    await other.close();
+    assert.ok(performance.now() - t0 < 3_000, `closed in ${(performance.now() - t0).toFixed(0)} ms`);
+    await ended;
+  });
 });

@@ -89,6 +89,11 @@ class StreamHub {
     });
   }
 
+  /** Ends every stream (the server is closing: an open stream would hold its close up forever). */
+  endAll(): void {
+    for (const out of [...this.#clients.keys()]) out.end();
+  }
+
   #send(e: LogEntry): void {
     let event: string | null = null;
     for (const [out, f] of this.#clients) {
@@ -108,6 +113,11 @@ export function requestLogRoutes(services: Services): FastifyPluginAsync {
   const labels = new ProxyLabels(services.pool, services.clock.now);
   const hub = new StreamHub(log, labels.labelOf);
   return async (app) => {
+    // Before the server waits for its connections to end: a live stream never ends on its own.
+    app.addHook('preClose', (done) => {
+      hub.endAll();
+      done();
+    });
     app.get<{ Querystring: RequestsQueryT }>(
       '/requests',
       {
