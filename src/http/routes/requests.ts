@@ -6,6 +6,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import { RotaError } from '../../errors/rota-error.ts';
+import { ipBucket } from '../../lib/ip-bucket.ts';
 import type { LogEntry } from '../../requestlog/entry.ts';
 import { harOf } from '../../requestlog/har.ts';
 import { type LogFilter, matches, type RequestLog } from '../../requestlog/log.ts';
@@ -28,7 +29,7 @@ import { ProxyLabels } from '../proxy-labels.ts';
 const TAG = ['requests'];
 /** Streams open at once, across clients. */
 const MAX_STREAMS = 32;
-/** Streams open at once from one client address: one client cannot take every stream from the others. */
+/** Streams open at once from one client (its address, an IPv6 /64 as one, as rate limits count it). */
 const MAX_STREAMS_PER_CLIENT = 4;
 /** A client this far behind is dropped rather than buffered without end. */
 const MAX_BACKLOG_BYTES = 1 << 20;
@@ -188,7 +189,8 @@ export function requestLogRoutes(services: Services): FastifyPluginAsync {
       },
       async (req, reply) => {
         const live = (req.headers.accept ?? '').includes('text/event-stream');
-        const refused = live ? hub.refusal(req.ip) : null;
+        const client = ipBucket(req.clientIp);
+        const refused = live ? hub.refusal(client) : null;
         if (refused) throw refused;
         const f = filterOf(req.query);
         const out = new PassThrough();
@@ -198,7 +200,7 @@ export function requestLogRoutes(services: Services): FastifyPluginAsync {
           for (const e of log.after(after, f)) out.write(eventOf(e, labels.labelOf));
         }
         if (live) {
-          hub.add(out, f, req.ip);
+          hub.add(out, f, client);
           req.raw.once('close', () => out.destroy());
         } else out.end();
         reply
