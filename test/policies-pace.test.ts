@@ -4,19 +4,19 @@ import { after, before, describe, test } from 'node:test';
 import { type ForwardProxy, startForwardProxy } from './fixtures/forward-proxy.ts';
 import { startTarget, type TargetServer } from './fixtures/target.ts';
 import { type BanRig, banRig } from './helpers/ban-rig.ts';
-import { addUpstream, type ListeningApp, listeningApp, viaProxy } from './helpers/forward.ts';
+import { addUpstream, basic, type ListeningApp, listeningApp, viaProxy } from './helpers/forward.ts';
 import { putRules } from './helpers/policies.ts';
 
 /*
  * host_rate_limit and callers that go away (src/policies/pace.ts, outbound/prelude.ts): a caller waiting
  * for its start gives it back when it disconnects, so a crowd that queues and leaves cannot keep a host
- * shut for the callers after it. One fixture proxy and a site on 127.0.0.2. And a call that no proxy
+ * shut for the callers after it. Two fixture proxies and a site on 127.0.0.2. And a call that no proxy
  * could serve, whose target was therefore never checked by the SSRF rules, never waits for a start.
  */
 
 let rig: BanRig;
 before(async () => {
-  rig = await banRig(['127.0.0.51'], {});
+  rig = await banRig(['127.0.0.51', '127.0.0.52'], {});
 });
 after(() => rig.close());
 
@@ -57,6 +57,29 @@ describe('host_rate_limit and callers that leave', () => {
       0,
       'no request of theirs reached the site',
     );
+    await putRules(t, []);
+  });
+});
+
+describe('min_interval_ms and a session', () => {
+  test('a session waits out its own proxy’s interval, with an in-flight cap set too (it used to wait for a slot until its deadline)', async () => {
+    const { t, site } = rig;
+    await putRules(t, [
+      { name: 'polite', match: { hosts: ['127.0.0.2'] }, min_interval_ms: 1000, max_in_flight_per_proxy: 4 },
+    ]);
+    const auth = { 'proxy-authorization': basic('crawler-session-polite1', 'x') };
+    const first = await viaProxy(t.httpPort, site.urlA('/p1'), { headers: auth });
+    assert.equal(first.status, 200);
+    const t0 = performance.now();
+    const second = await viaProxy(t.httpPort, site.urlA('/p2'), { headers: auth });
+    const waited = performance.now() - t0;
+    assert.equal(second.status, 200, String(second.headers['x-rota-error']));
+    assert.equal(
+      second.headers['x-rota-proxy-id'],
+      first.headers['x-rota-proxy-id'],
+      'the session kept its proxy',
+    );
+    assert.ok(waited >= 800 && waited < 4_000, `waited ${waited.toFixed(0)} ms: about the interval`);
     await putRules(t, []);
   });
 });

@@ -118,6 +118,8 @@ export class Selector {
   /** True when a pick finds nobody only because every eligible member is at its in-flight cap. */
   cappedOnly(req: Selection): boolean {
     if ((req.rule?.maxInFlight ?? this.rules.maxInFlight) === 0) return false;
+    // A session waiting for its own proxy's pace is not waiting for a slot (paceWaitMs says how long).
+    if (this.waitingPin(req, eligibility(this.rules, req)) !== null) return false;
     const eligible = eligibility(this.rules, req, 'cap');
     for (const e of this.pool.all()) if (eligible(e)) return true;
     return false;
