@@ -140,6 +140,26 @@ for (const [kind, connect] of Object.entries(TRANSPORTS)) {
       assert.equal(JSON.parse((pool.contents[0] as { text: string }).text).pool_stats.total, 1);
       const next = await ok(client, 'rotate', { host: '127.0.0.1' });
       assert.equal(next.id, proxyId);
+      // The rule a call would get, paths and methods included, as GET rotate answers.
+      const rules = [
+        { name: 'search', match: { hosts: ['127.0.0.1'], paths: ['/search'], methods: ['GET'] } },
+      ];
+      const put = await t.app.inject({
+        method: 'PUT',
+        url: '/api/v1/policies',
+        headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+        payload: JSON.stringify({ rules }),
+      });
+      assert.equal(put.statusCode, 200, put.body);
+      const under = await ok(client, 'rotate', { host: '127.0.0.1', path: '/search/x', method: 'GET' });
+      assert.deepEqual([under.id, under.policy], [proxyId, 'search']);
+      assert.equal((await ok(client, 'rotate', { host: '127.0.0.1', path: '/other' })).policy, null);
+      await t.app.inject({
+        method: 'PUT',
+        url: '/api/v1/policies',
+        headers: { 'content-type': 'application/json', 'x-api-key': KEY },
+        payload: JSON.stringify({ rules: [] }),
+      });
       await refused(client, 'add_proxy', { url: 'ftp://nope' }, 'INVALID_PROXY_FORMAT');
       await refused(client, 'add_proxy', { url: `http://127.0.0.1:${proxy.port}` }, 'PROXY_ALREADY_EXISTS');
     });
@@ -319,6 +339,31 @@ describe('MCP on the API port', () => {
       await ok(client, 'pool_status');
     } finally {
       await client.close();
+      await t.close();
+    }
+  });
+
+  test('a JSON-RPC batch is refused whole: no tool of it runs (one message per POST, one count each)', async () => {
+    const { t } = await listening({});
+    try {
+      const before = t.services.pool.size;
+      const add = (i: number) => ({
+        jsonrpc: '2.0',
+        id: i,
+        method: 'tools/call',
+        params: { name: 'add_proxy', arguments: { url: `http://10.9.0.${i}:3128` } },
+      });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        payload: JSON.stringify([add(1), add(2), add(3)]),
+      });
+      assert.equal(res.statusCode, 400);
+      assert.equal(res.json().error.code, -32600);
+      assert.match(res.json().error.message, /one message per POST/);
+      assert.equal(t.services.pool.size, before, 'nothing of it ran');
+    } finally {
       await t.close();
     }
   });

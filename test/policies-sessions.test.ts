@@ -45,6 +45,21 @@ async function get(url: string, sid: string) {
 const egressOf = (id: string) => EGRESS[ids.indexOf(id)] as string;
 
 describe('session terms per rule', () => {
+  test('GET rotate keys a session as the call would: a scope: host pin is the one the next call to that host uses', async () => {
+    await putRules(t, [{ name: 'per-host', match: { hosts: ['*'] }, session: { scope: 'host' } }]);
+    const first = await get(site.urlB('/'), 'rot');
+    const rotate = await t.app.inject({ url: '/api/v1/rotate?host=127.0.0.1&session_id=rot' });
+    assert.equal(rotate.statusCode, 200, rotate.body);
+    const shown = rotate.json() as { data: { id: string; policy: string } };
+    assert.deepEqual(
+      [shown.data.id, shown.data.policy],
+      [first.proxy, 'per-host'],
+      'the host’s pin, not a new one',
+    );
+    assert.equal((await get(site.urlB('/'), 'rot')).proxy, first.proxy);
+    await putRules(t, []);
+  });
+
   test('scope: host pins per site, so a ban on one site re-pins only that site', async () => {
     await putRules(t, [{ name: 'per-host', match: { hosts: ['*'] }, session: { scope: 'host' } }]);
     const a1 = await get(site.urlA('/'), 'hs');

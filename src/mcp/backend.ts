@@ -1,4 +1,5 @@
 import { type RotaErrorCode, wireCode } from '../errors/codes.ts';
+import type { RotateQuestion } from '../outbound/rotate.ts';
 
 /**
  * What the MCP tools ask of Rota, and two ways to answer: in-process over the services (local.ts, behind
@@ -35,11 +36,8 @@ export interface ListProxiesQuery {
   readonly status_filter?: string | undefined;
 }
 
-export interface RotateQuery {
-  readonly host?: string | undefined;
-  readonly session_id?: string | undefined;
-  readonly country?: string | undefined;
-}
+/** GET /api/v1/rotate's query (outbound/rotate.ts). */
+export type RotateQuery = RotateQuestion;
 
 export interface BansListQuery {
   readonly host?: string | undefined;

@@ -3,7 +3,7 @@ import { configView, poolStatus } from '../control/status.ts';
 import { RotaError } from '../errors/rota-error.ts';
 import type { CallerSignal } from '../lib/abort.ts';
 import { bufferedCall, parseTarget } from '../outbound/buffered-call.ts';
-import { poolEmptyError } from '../outbound/call-error.ts';
+import { rotatePick } from '../outbound/rotate.ts';
 import type { AddProxyInput } from '../pool/pool.ts';
 import type { StatusFilter } from '../pool/types.ts';
 import { proxyView } from '../pool/view.ts';
@@ -86,20 +86,11 @@ export class LocalBackend implements RotaBackend {
     };
   }
 
+  /** GET rotate's answer (outbound/rotate.ts): the same rule, session key and pick. */
   async rotate(q: RotateQuery): Promise<Json> {
     const { selector, breakers, clock, pool, prelude } = this.#s;
-    const host = q.host?.toLowerCase();
-    // As GET rotate: the pick a call to `host` would get, under the policy rule it would get.
-    const rule = host === undefined ? null : prelude.ruleFor({ host });
-    const e = selector.pick({
-      sessionId: q.session_id,
-      country: q.country?.toUpperCase(),
-      host,
-      coolingFallback: true,
-      rule: rule ?? undefined,
-    });
-    if (!e) throw poolEmptyError(breakers.earliestHalfOpenAt(), clock.now());
-    return { ...proxyView(pool, e), policy: rule?.name ?? null };
+    const { entry, policy } = rotatePick({ prelude, selector, breakers, now: clock.now }, q);
+    return { ...proxyView(pool, entry), policy };
   }
 
   async checkProxies(ids: readonly string[] | undefined): Promise<Json> {

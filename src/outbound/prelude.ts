@@ -140,6 +140,13 @@ export class CallPrelude {
 
   /** The call's session: the rule's terms over the defaults; a `scope: host` pin is keyed by the host. */
   #session(input: CallInput<unknown>, id: string, host: string, rule: Rule | null): void {
+    const { session, key } = this.sessionOf(id, host, rule);
+    input.session = session;
+    input.sessionId = key;
+  }
+
+  /** Session `id` of a call to `host` under `rule`: its terms, and the key its pin is kept under. */
+  sessionOf(id: string, host: string, rule: Rule | null): { session: CallSession; key: string } {
     const d = this.#d.sessions;
     const t = rule?.session;
     const scope = t?.scope ?? d.scope;
@@ -153,8 +160,7 @@ export class CallPrelude {
           };
     const keepOnBan = t?.on_ban === undefined ? d.keepOnBan : t.on_ban === 'keep';
     const session: CallSession = { id, host: scope === 'host' ? host : null, terms, keepOnBan };
-    input.session = session;
-    if (scope === 'host') input.sessionId = hostKey(id, host);
+    return { session, key: scope === 'host' ? hostKey(id, host) : id };
   }
 
   /** The rule's host_rate_limit: the next free start within the call's timeout, else 429. */

@@ -67,6 +67,16 @@ function callerOf(services: Services, req: FastifyRequest, reply: FastifyReply):
   };
 }
 
+/** JSON-RPC's Invalid Request, as the MCP SDK answers what it does not take. */
+const BATCH_REFUSED = {
+  jsonrpc: '2.0',
+  id: null,
+  error: {
+    code: -32600,
+    message: 'JSON-RPC batches are not accepted: send one message per POST (MCP 2025-06-18 has no batches)',
+  },
+};
+
 function notHere(): RotaError {
   return new RotaError('METHOD_NOT_ALLOWED', 'MCP here is stateless: POST each JSON-RPC message to /mcp', {
     details: { allowed: ['POST'] },
@@ -77,6 +87,9 @@ function notHere(): RotaError {
 export function mcpRoutes(services: Services): FastifyPluginAsync {
   return async (app) => {
     app.post('/mcp', { schema: { hide: true } }, async (req, reply) => {
+      // One message per POST: a batch (which MCP 2025-06-18 dropped) would run up to 100 tool calls under
+      // one count of the rate limits, and one that cancels its own request is never answered.
+      if (Array.isArray(req.body)) return reply.code(400).send(BATCH_REFUSED);
       const { answerMcp } = await load();
       const a = await answerMcp(services, {
         headers: headersOf(req),

@@ -3,7 +3,7 @@ import { type Static, Type } from 'typebox';
 import { type DetailItem, RotaError } from '../../errors/rota-error.ts';
 import { responseGone } from '../../lib/abort.ts';
 import { bufferedCall, parseTarget } from '../../outbound/buffered-call.ts';
-import { poolEmptyError } from '../../outbound/call-error.ts';
+import { rotatePick } from '../../outbound/rotate.ts';
 import { proxyView } from '../../pool/view.ts';
 import { Envelope, errorResponses, Nullable, POOL_EMPTY } from '../../schemas/common.ts';
 import { ProxySchema } from '../../schemas/proxy.ts';
@@ -114,19 +114,9 @@ export function requestRoutes(services: Services): FastifyPluginAsync {
         },
       },
       async (req) => {
-        const { host: asked, path, method } = req.query;
-        const host = asked?.toLowerCase();
-        const rule = host === undefined ? null : prelude.ruleFor({ host, path, method });
-        const e = selector.pick({
-          sessionId: req.query.session_id,
-          country: req.query.country?.toUpperCase(),
-          host,
-          coolingFallback: true,
-          rule: rule ?? undefined,
-        });
-        // Same answer as a request would get, Retry-After included when every breaker is open.
-        if (!e) throw poolEmptyError(services.breakers.earliestHalfOpenAt(), services.clock.now());
-        return ok(req, { ...proxyView(services.pool, e), policy: rule?.name ?? null });
+        const deps = { prelude, selector, breakers: services.breakers, now: services.clock.now };
+        const { entry, policy } = rotatePick(deps, req.query);
+        return ok(req, { ...proxyView(services.pool, entry), policy });
       },
     );
   };
