@@ -25,6 +25,7 @@ import { createPolicies, ruleInspects } from './policies/index.ts';
 import { PolicyMetrics } from './policies/metrics.ts';
 import { Pool, type ProxyEntry } from './pool/pool.ts';
 import type { ProxyStatus } from './pool/types.ts';
+import { isGateway } from './pool/types.ts';
 import { buildMetrics } from './services-metrics.ts';
 import { startServices } from './services-start.ts';
 import type { Clock, ServiceOverrides, Services } from './services-types.ts';
@@ -132,6 +133,10 @@ export async function createServices(
     (id) => exitSharers(pool, id),
   );
   const providerSessions = new ProviderSessions();
+  // A session pinned anew or ended leaves its provider session too: the same gateway gives a new exit.
+  selector.sessionTable.onRelease = (key, had) => {
+    if (isGateway(had.record)) providerSessions.bump(key, had.record.id);
+  };
   const executor = new Executor({
     selector,
     breakers,

@@ -12,6 +12,7 @@ import {
   socks5,
   viaProxy,
 } from './helpers/forward.ts';
+import { putRules } from './helpers/policies.ts';
 
 /*
  * A provider gateway as one pool entry: a fixture gateway on loopback leaves from the egress address the
@@ -135,6 +136,44 @@ describe('a provider gateway', () => {
     }
     assert.doesNotMatch(JSON.stringify(bans), new RegExp(first.session ?? 'none'));
     assert.equal(t.services.breakers.state(id), 'closed', 'a ban is never the gateway’s fault');
+  });
+
+  test('a banned answer to a call that cannot be sent again is handed back; the session’s next call has a new exit', async () => {
+    await api({ url: site.urlA('/post'), session_id: 'post1' });
+    const first = lastExit();
+    assert.ok(first);
+    site.banned = new Set([first.egress]);
+    const posted = await api({ url: site.urlA('/post'), method: 'POST', body: 'x', session_id: 'post1' });
+    assert.deepEqual([posted.status_code, posted.attempts], [403, 1], 'a POST is sent once');
+    const next = await api({ url: site.urlA('/post'), session_id: 'post1' });
+    assert.deepEqual([next.status_code, next.attempts], [200, 1], 'straight to a new exit');
+    assert.notEqual(lastExit()?.session, first.session, 'a new provider session');
+    assert.notEqual(lastExit()?.egress, first.egress);
+  });
+
+  test('a session pinned anew (max_requests) or ended (DELETE sessions) gets a new provider session', async () => {
+    await putRules(t, [{ name: 'every2', match: { hosts: ['*'] }, session: { max_requests: 2 } }]);
+    try {
+      const seen: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        await api({ url: site.urlB('/n'), session_id: 'every2' });
+        seen.push(lastExit()?.session ?? '');
+      }
+      assert.deepEqual(
+        [seen[0] === seen[1], seen[2] === seen[3], seen[4] === seen[5]],
+        [true, true, true],
+        'two requests each',
+      );
+      assert.equal(new Set(seen).size, 3, 'rotated every two requests');
+    } finally {
+      await putRules(t, []);
+    }
+    await api({ url: site.urlB('/d'), session_id: 'ended' });
+    const before = lastExit()?.session;
+    const del = await t.app.inject({ method: 'DELETE', url: '/api/v1/sessions/ended' });
+    assert.equal(del.statusCode, 204);
+    await api({ url: site.urlB('/d'), session_id: 'ended' });
+    assert.notEqual(lastExit()?.session, before, 'ended: the next call is a new provider session');
   });
 
   test('without a session a ban is seen and cools nothing (its one-use exit key would never be met again)', async () => {

@@ -95,11 +95,12 @@ export function afterBan<R>(
   s: CallState<R>,
   entry: ProxyEntry,
 ): 'next' | 'stop' {
-  if (!c.replayable || c.input.session?.keepOnBan === true) return 'stop';
-  if (isGateway(entry.record)) {
-    d.providerSessions.bump(c.input.sessionId, entry.record.id);
-    s.tried.delete(entry.record.id);
-  }
+  if (c.input.session?.keepOnBan === true) return 'stop';
+  // A gateway's banned exit is its provider session's: the session's next attempt, in this call or the
+  // next one (a call that cannot be sent again stops here), takes the next provider session.
+  if (isGateway(entry.record)) d.providerSessions.bump(c.input.sessionId, entry.record.id);
+  if (!c.replayable) return 'stop';
+  if (isGateway(entry.record)) s.tried.delete(entry.record.id);
   return 'next';
 }
 

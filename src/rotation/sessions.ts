@@ -74,6 +74,12 @@ export class SessionTable {
   onPin: ((key: string, entry: ProxyEntry, idleMs: number) => void) | null = null;
   /** Told when sessions were ended here by id (shared state tells the other instances). */
   onEnd: ((id: string) => void) | null = null;
+  /**
+   * Told when a live session is pinned anew (its term served, its proxy failed or unusable) or ended here,
+   * with the proxy it had: a gateway's provider session moves on with it
+   * (outbound/gateways.ts), or the session would get its old exit back from the same gateway.
+   */
+  onRelease: ((key: string, had: ProxyEntry) => void) | null = null;
 
   constructor(deps: SessionDeps) {
     this.now = deps.now;
@@ -109,6 +115,7 @@ export class SessionTable {
         this.place(key, { ...pin, lastUsed: now, expiresAt: now + terms.idleMs, requests: pin.requests + 1 });
         return pin.entry;
       }
+      this.onRelease?.(key, pin.entry);
       // After a failure or a full term, prefer any other proxy; the old one only when it is the last one.
       if (served || this.faulted(pin)) return this.repin(key, ok, fresh, terms, pin.entry, now);
     }
@@ -184,9 +191,10 @@ export class SessionTable {
   end(id: string, remote = false): number {
     let n = 0;
     const prefix = `${id}\n`;
-    for (const key of [...this.sessions.keys()]) {
+    for (const [key, pin] of [...this.sessions]) {
       if (key === id || key.startsWith(prefix)) {
         this.sessions.delete(key);
+        if (!remote) this.onRelease?.(key, pin.entry);
         n++;
       }
     }
