@@ -4,6 +4,7 @@ import type { CooldownTable } from './bans/cooldowns.ts';
 import type { BanJudge } from './bans/judge.ts';
 import type { BanPolicyHolder } from './bans/policy.ts';
 import type { TargetRefusals } from './bans/refusals.ts';
+import type { ExitOf } from './bans/report.ts';
 import type { BreakerRegistry } from './breaker/registry.ts';
 import type { Config } from './config.ts';
 import type { RuntimeSettings } from './control/settings.ts';
@@ -63,6 +64,8 @@ export interface Services {
   readonly cooldowns: CooldownTable;
   /** Cool-downs of (proxy, host:port) pairs after the proxy refused that target. */
   readonly refusals: TargetRefusals;
+  /** What a reported ban through a gateway is about (bans/report.ts, outbound/gateways.ts). */
+  readonly exitOf: ExitOf;
   readonly breakers: BreakerRegistry;
   readonly dispatchers: DispatcherCache;
   readonly selector: Selector;

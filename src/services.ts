@@ -17,7 +17,7 @@ import { createInspection } from './inspect/index.ts';
 import { InspectionSettings } from './inspect/settings.ts';
 import { createConnections } from './net/connections.ts';
 import { Executor } from './outbound/executor.ts';
-import { ProviderSessions } from './outbound/gateways.ts';
+import { ProviderSessions, reportedExit } from './outbound/gateways.ts';
 import { CallPrelude } from './outbound/prelude.ts';
 import { RetryPolicyHolder } from './outbound/retry-policy.ts';
 import { Selector } from './outbound/selector.ts';
@@ -238,6 +238,7 @@ export async function createServices(
     bans,
     cooldowns,
     refusals,
+    exitOf: reportedExit({ pool, prelude, sessions: providerSessions }),
     breakers,
     dispatchers,
     selector,

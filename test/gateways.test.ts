@@ -13,6 +13,7 @@ import {
   viaProxy,
 } from './helpers/forward.ts';
 import { putRules } from './helpers/policies.ts';
+import { freePort } from './helpers/real-proxies.ts';
 
 /*
  * A provider gateway as one pool entry: a fixture gateway on loopback leaves from the egress address the
@@ -174,6 +175,63 @@ describe('a provider gateway', () => {
     assert.equal(del.statusCode, 204);
     await api({ url: site.urlB('/d'), session_id: 'ended' });
     assert.notEqual(lastExit()?.session, before, 'ended: the next call is a new provider session');
+  });
+
+  test('a target one exit could not reach cools that provider session, never the gateway for other sessions', async () => {
+    const closed = await freePort();
+    const target = `127.0.0.1:${closed}`;
+    const tun = await connectVia(t.httpPort, target, {
+      'proxy-authorization': basic('crawler-session-unreach', 'x'),
+    });
+    assert.notEqual(tun.status, 200, 'the gateway could not reach it');
+    tun.socket.destroy();
+    const cooling = [...(t.services.refusals.table.forHost(target)?.keys() ?? [])];
+    assert.ok(cooling.length >= 1);
+    for (const key of cooling) assert.match(key, new RegExp(`^${id}#[0-9a-f]{16}$`), 'a provider session');
+    assert.ok(!cooling.includes(id), 'not the gateway');
+    // Another session still gets the gateway for that target (it is not cooling for anyone else).
+    const again = await connectVia(t.httpPort, target, {
+      'proxy-authorization': basic('crawler-session-other', 'x'),
+    });
+    again.socket.destroy();
+    assert.doesNotMatch(again.head, /PROXY_POOL_EMPTY/, 'the gateway was tried');
+    assert.match(again.head, /X-Rota-Error: TARGET_UNREACHABLE/i);
+  });
+
+  test('a ban the client reports through a gateway cools the session’s provider session, never the gateway', async () => {
+    await api({ url: site.urlA('/r'), session_id: 'told' });
+    const seen = lastExit();
+    assert.ok(seen);
+    const report = (body: Record<string, unknown>) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/v1/bans',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify({ proxy_id: id, host: '127.0.0.2', ...body }),
+      });
+    const without = await report({});
+    assert.equal(without.statusCode, 422, 'no session: no exit to name');
+    assert.match(without.body, /session_id/);
+    const told = await report({ session_id: 'told' });
+    assert.equal(told.statusCode, 201, told.body);
+    const bans = (await t.app.inject({ url: '/api/v1/bans?host=127.0.0.2' })).json() as {
+      data: { items: { proxy_id: string; exit?: string }[] };
+    };
+    assert.equal(bans.data.items.length, 1);
+    assert.match(
+      bans.data.items[0]?.exit ?? '',
+      /^[0-9a-f]{12}$/,
+      'a provider session’s exit, shown by digest',
+    );
+    assert.equal(
+      t.services.cooldowns.forHost('127.0.0.2')?.has(id),
+      false,
+      'the gateway itself is not cooling',
+    );
+    const next = await api({ url: site.urlA('/r'), session_id: 'told' });
+    assert.equal(next.attempts, 1);
+    assert.notEqual(lastExit()?.session, seen.session, 'the session moved to the next provider session');
+    assert.equal((await api({ url: site.urlA('/r'), session_id: 'someone-else' })).proxy_id, id);
   });
 
   test('without a session a ban is seen and cools nothing (its one-use exit key would never be met again)', async () => {

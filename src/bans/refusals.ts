@@ -75,16 +75,23 @@ export class TargetRefusals {
     this.#onRefusal = opts.onRefusal ?? (() => {});
   }
 
-  /** `proxyId` refused (or could not reach) `host:port`: the pair cools down. */
-  refused(proxyId: string, host: string, port: number): void {
+  /**
+   * `proxyId` refused (or could not reach) `host:port`: the pair cools down. `coolKey` is what cools: the
+   * proxy's id, or for a gateway its provider session (`gateway#session`, whose exit it was), or nothing
+   * (null: a gateway call without a session, whose one-use exit no call meets again). The gateway's own
+   * id still counts the refused targets that call for a health check of it.
+   */
+  refused(proxyId: string, host: string, port: number, coolKey: string | null = proxyId): void {
     const target = pairKey(host, port);
-    const t = this.#terms;
-    const c = this.table.ban(proxyId, target, {
-      cooldownS: t.cooldownS,
-      maxCooldownS: t.maxCooldownS,
-      retryAfterS: null,
-    });
-    this.#onRefusal({ proxyId, target, until: c.until, count: c.count });
+    if (coolKey !== null) {
+      const t = this.#terms;
+      const c = this.table.ban(coolKey, target, {
+        cooldownS: t.cooldownS,
+        maxCooldownS: t.maxCooldownS,
+        retryAfterS: null,
+      });
+      this.#onRefusal({ proxyId: coolKey, target, until: c.until, count: c.count });
+    }
     this.#maybeConfirm(proxyId, target);
   }
 

@@ -11,18 +11,55 @@ export interface ReportedBan {
 }
 
 /**
+ * The exit a reported ban through gateway `proxyId` is about (outbound/gateways.ts reportedExit): the
+ * provider session of `sessionId` for `host` (its ban key, and moving the session to the next one), or
+ * `key: null` when no session names it; null when `proxyId` is no gateway.
+ */
+export type ExitOf = (
+  proxyId: string,
+  host: string,
+  sessionId: string | undefined,
+) => { readonly key: string | null; move(): void } | null;
+
+/**
  * A ban a client saw where Rota could not (inside a tunnel): 404 PROXY_NOT_FOUND for a proxy not in the
- * pool, else the pair cools down through BanJudge.report (the one table, its doubling and bounds).
+ * pool, else the pair cools down through BanJudge.report (the one table, its doubling and bounds). For a
+ * gateway it is its provider session's exit that cools, as with a ban Rota sees (never the gateway, which
+ * every other session and client uses), and the session moves to the next one; without `session_id` there
+ * is no exit to name (each call without one had its own): 422.
  */
 export function reportBan(
-  d: { readonly bans: BanJudge; readonly known: (id: string) => boolean },
-  b: { readonly proxy_id: string; readonly host: string; readonly cooldown_s?: number | undefined },
+  d: { readonly bans: BanJudge; readonly known: (id: string) => boolean; readonly exitOf?: ExitOf },
+  b: {
+    readonly proxy_id: string;
+    readonly host: string;
+    readonly cooldown_s?: number | undefined;
+    readonly session_id?: string | undefined;
+  },
 ): ReportedBan {
   if (!d.known(b.proxy_id)) {
     throw new RotaError('PROXY_NOT_FOUND', 'Proxy not found', { details: { proxy_id: b.proxy_id } });
   }
-  const e = d.bans.report(b.proxy_id, b.host.toLowerCase(), b.cooldown_s);
+  const host = b.host.toLowerCase();
+  const exit = d.exitOf?.(b.proxy_id, host, b.session_id) ?? null;
+  if (exit !== null && exit.key === null) throw noSession();
+  const e = d.bans.report(exit?.key ?? b.proxy_id, host, b.cooldown_s);
+  exit?.move();
   return { proxy_id: b.proxy_id, host: e.host, until: new Date(e.until).toISOString(), count: e.count };
+}
+
+function noSession(): RotaError {
+  const item = {
+    loc: ['body', 'session_id'],
+    msg: "A gateway's exits are its provider sessions: name the session of the call that was banned",
+    type: 'missing',
+    input: null,
+    ctx: {},
+  };
+  return new RotaError('VALIDATION_ERROR', 'A ban through a gateway needs the session_id', {
+    details: [item],
+    detail: [item],
+  });
 }
 
 /** One active cool-down as GET bans and MCP's bans tool list it (a gateway exit's digest when it is one). */

@@ -50,6 +50,8 @@ export interface BanReport {
   readonly proxy_id: string;
   readonly host: string;
   readonly cooldown_s?: number | undefined;
+  /** For a gateway: the call's session, whose provider session's exit was banned. */
+  readonly session_id?: string | undefined;
 }
 
 /** An answer of the REST API's shape (its envelope's `data`), as JSON. */

@@ -110,7 +110,10 @@ export class LocalBackend implements RotaBackend {
   async reportBan(b: BanReport): Promise<Json> {
     await this.#caller.charge('config');
     return this.#audited('bans.report', 201, { body: b }, async () =>
-      reportBan({ bans: this.#s.bans, known: (id) => this.#s.pool.get(id) !== undefined }, b),
+      reportBan(
+        { bans: this.#s.bans, known: (id) => this.#s.pool.get(id) !== undefined, exitOf: this.#s.exitOf },
+        b,
+      ),
     );
   }
 

@@ -52,6 +52,7 @@ export const BansArgs = Type.Object(
     ...BansQuery.properties,
     proxy_id: Type.Optional(BanReportBody.properties.proxy_id),
     cooldown_s: BanReportBody.properties.cooldown_s,
+    session_id: BanReportBody.properties.session_id,
   },
   { additionalProperties: false },
 );

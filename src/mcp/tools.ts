@@ -116,7 +116,9 @@ const readTools: ToolDef[] = [
     description:
       'action list: the (proxy, host) pairs cooling down after a ban, oldest first (host filters, paged). ' +
       'action report: report that proxy_id is banned by host, so Rota keeps it off that host for ' +
-      'cooldown_s (default: the ban policy); this changes how Rota routes to that host.',
+      'cooldown_s (default: the ban policy); for a provider gateway give the session_id of the banned ' +
+      'call: its provider session cools and the session moves to the next one. This changes how Rota ' +
+      'routes to that host.',
     input: BansArgs,
     write: (args) => (args as { action?: unknown } | null)?.action === 'report',
     run: async (backend, args) => {
@@ -129,7 +131,12 @@ const readTools: ToolDef[] = [
           { loc: ['arguments', missing], msg: 'Field required', type: 'required', input: null, ctx: {} },
         ]);
       }
-      return backend.reportBan({ proxy_id: a.proxy_id, host: a.host, cooldown_s: a.cooldown_s });
+      return backend.reportBan({
+        proxy_id: a.proxy_id,
+        host: a.host,
+        cooldown_s: a.cooldown_s,
+        session_id: a.session_id,
+      });
     },
   },
 ];

@@ -35,7 +35,9 @@ export interface AttemptDeps {
     | { judge(proxyId: string, host: string, answer: TargetAnswer, rule?: BanRule, cool?: boolean): boolean }
     | undefined;
   /** Refusals of one target by one proxy: the pair cools down (bans/refusals.ts). */
-  readonly refusals?: { refused(proxyId: string, host: string, port: number): void } | undefined;
+  readonly refusals?:
+    | { refused(proxyId: string, host: string, port: number, coolKey: string | null): void }
+    | undefined;
 }
 
 export interface AttemptInput<R> {
@@ -137,7 +139,8 @@ function settle<R>(d: AttemptDeps, a: AttemptInput<R>, r: AttemptResult<R>, late
   if (r.type === 'error' && r.error.kind === 'aborted') return -1;
   const proxyFault = blame === 'proxy';
   if (blame === 'pair' && a.host !== undefined && a.port !== undefined) {
-    d.refusals?.refused(a.entry.record.id, a.host, a.port);
+    // A gateway's refusal is its provider session's (banKey), as its bans are; a proxy's is its own.
+    d.refusals?.refused(a.entry.record.id, a.host, a.port, a.banKey);
   }
   if (blame === 'proxy' || blame === 'none') recordAttempt(a.entry, !proxyFault, proxyFault, latencyMs);
   else if (blame !== 'nobody') recordBanned(a.entry, latencyMs);

@@ -91,7 +91,9 @@ export interface ExecutorDeps {
   /** Provider sessions of gateways (gateways.ts): a ban moves a session's to the next. */
   providerSessions: ProviderSessions;
   /** Refusals of one target by one proxy (bans/refusals.ts); none: they cool nothing down. */
-  refusals?: { refused(proxyId: string, host: string, port: number): void } | undefined;
+  refusals?:
+    | { refused(proxyId: string, host: string, port: number, coolKey: string | null): void }
+    | undefined;
 }
 
 /** What every step of one call needs. */

@@ -1,5 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { ExitOf } from '../bans/report.ts';
+import type { Pool } from '../pool/pool.ts';
 import { isGateway, type ProxyRecord } from '../pool/types.ts';
+import type { CallPrelude } from './prelude.ts';
 
 /**
  * Provider gateways: one pool entry (`gw.provider.example:7777`) whose provider picks the exit address by
@@ -116,4 +119,23 @@ export function render(
   const password = r.passwordTemplate ? renderTemplate(r.passwordTemplate, v) : r.password;
   const kept = sessions !== null && sessionKey !== undefined && sessionKey !== '';
   return { record: { ...r, username, password }, banKey: kept ? `${r.id}#${session}` : null };
+}
+
+/**
+ * The exit a client's ban report through a gateway is about (POST bans, bans/report.ts): the provider
+ * session its session renders for that host now (keyed as the call's, a rule's `scope: host` included),
+ * which cools, and which the session then leaves for the next one.
+ */
+export function reportedExit(d: {
+  readonly pool: Pool;
+  readonly prelude: CallPrelude;
+  readonly sessions: ProviderSessions;
+}): ExitOf {
+  return (proxyId, host, sessionId) => {
+    const e = d.pool.get(proxyId);
+    if (e === undefined || !isGateway(e.record)) return null;
+    if (sessionId === undefined) return { key: null, move: () => {} };
+    const { key } = d.prelude.sessionOf(sessionId, host, d.prelude.ruleFor({ host }));
+    return { key: `${proxyId}#${d.sessions.id(key, proxyId)}`, move: () => d.sessions.bump(key, proxyId) };
+  };
 }

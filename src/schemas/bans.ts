@@ -28,6 +28,17 @@ export const BanReportBody = Type.Object(
         description: "The first cool-down (default: the ban policy's cooldown_s); at most max_cooldown_s",
       }),
     ),
+    session_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 256,
+        description:
+          "For a provider gateway (X-Rota-Proxy-Id names one, `kind: gateway`): the call's session " +
+          '(X-Rota-Session). The provider session it exited from cools for the host and the session moves ' +
+          'to the next one; the gateway stays in use for every other session. Required for a gateway, ' +
+          'whose calls without a session each had an exit of their own.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -141,7 +141,7 @@ export function banRoutes(services: Services): FastifyPluginAsync {
       },
       async (req, reply) => {
         const known = (id: string) => services.pool.get(id) !== undefined;
-        const reported = reportBan({ bans: services.bans, known }, req.body);
+        const reported = reportBan({ bans: services.bans, known, exitOf: services.exitOf }, req.body);
         reply.code(201);
         return ok(req, reported);
       },
