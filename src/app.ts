@@ -67,7 +67,8 @@ export async function buildApp(services: Services, config: Config): Promise<Fast
     requestTimeout: 30_000,
     connectionTimeout: 0,
     keepAliveTimeout: 72_000,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    // A parameter up to a 256-character session id with every character escaped (DELETE sessions/{id}).
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 800 },
     trustProxy: false,
     // Slowloris: a request head must arrive within 10 s, checked every second (Node checks every 30 s).
     http: { headersTimeout: 10_000, connectionsCheckingInterval: 1_000 },

@@ -155,6 +155,19 @@ describe('session terms per rule', () => {
     }
   });
 
+  test('a session id as long as POST request takes (256) can be ended', async () => {
+    const long = `s${'x'.repeat(255)}`;
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/request',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ url: site.urlB('/long'), session_id: long }),
+    });
+    assert.equal(res.statusCode, 200, res.body);
+    const del = await t.app.inject({ method: 'DELETE', url: `/api/v1/sessions/${long}` });
+    assert.equal(del.statusCode, 204, del.body);
+  });
+
   test('POST request reports the session and the rule in its data', async () => {
     await putRules(t, [{ name: 'api', match: { hosts: ['127.0.0.1'] } }]);
     const res = await t.app.inject({

@@ -24,7 +24,7 @@ const SessionsQuery = Type.Object(
 );
 
 const SessionParams = Type.Object(
-  { id: Type.String({ minLength: 1, maxLength: 200, description: 'The session id the client gave' }) },
+  { id: Type.String({ minLength: 1, maxLength: 256, description: 'The session id the client gave' }) },
   { additionalProperties: false },
 );
 
