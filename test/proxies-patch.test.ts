@@ -161,4 +161,30 @@ describe('PATCH proxies and export/import (inject)', () => {
       await target.close();
     }
   });
+
+  it('long credentials given in a URL come back through export and import whole', async () => {
+    const source = await makeApp();
+    const target = await makeApp();
+    try {
+      const [user, pass] = [`acct-${'u'.repeat(400)}`, `tok-${'p'.repeat(900)}`];
+      const add = await source.app.inject({
+        method: 'POST',
+        url: '/api/v1/proxies',
+        ...json({ url: `http://${user}:${pass}@127.0.0.1:9` }),
+      });
+      assert.equal(add.statusCode, 201, add.body);
+      const exported = await source.app.inject({ url: '/api/v1/proxies/export?credentials=true' });
+      const res = await target.app.inject({
+        method: 'POST',
+        url: '/api/v1/proxies/import',
+        headers: { 'content-type': 'application/x-ndjson' },
+        payload: exported.body,
+      });
+      assert.deepEqual(res.json().data, { created: 1, duplicates: 0, invalid: [], invalid_count: 0 });
+      const [restored] = target.services.pool.all();
+      assert.deepEqual([restored?.record.username, restored?.record.password], [user, pass]);
+    } finally {
+      await Promise.all([source.close(), target.close()]);
+    }
+  });
 });

@@ -93,8 +93,9 @@ export const AddProxyBody = Type.Object(
         '1-65535; no path, query or fragment; surrounding white space is ignored. At most 2048 UTF-16 code ' +
         'units. Anything else is 400 INVALID_PROXY_FORMAT with the reason.',
     }),
-    username: Type.Optional(Type.String({ maxLength: 256 })),
-    password: Type.Optional(Type.String({ maxLength: 256, format: 'password' })),
+    // As long as credentials a `url` may hold: what export writes as fields, import takes back.
+    username: Type.Optional(Type.String({ maxLength: 2048 })),
+    password: Type.Optional(Type.String({ maxLength: 2048, format: 'password' })),
     weight: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000, default: 1 })),
     country: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2}$', description: 'ISO 3166-1 alpha-2' })),
     tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 })),
@@ -121,8 +122,8 @@ export const PatchProxyBody = Type.Object(
     ),
     tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 32 })),
     label: Type.Optional(Nullable(Label())),
-    username: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 256 }))),
-    password: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 256, format: 'password' }))),
+    username: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 2048 }))),
+    password: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 2048, format: 'password' }))),
     username_template: Type.Optional(Nullable(Template())),
     password_template: Type.Optional(Nullable(Template())),
   },
