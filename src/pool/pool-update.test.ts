@@ -170,3 +170,19 @@ test('another instance’s update, exit, add and removal reach this pool from th
     [a.record.id],
   );
 });
+
+test('changes of one member at once both land: each builds on the one before', async () => {
+  const p = await pool();
+  const e = await p.add({ url: 'http://10.0.0.1:3128', username: 'u', password: 'old' });
+  await Promise.all([
+    p.update(e.record.id, { password: 'NEW' }),
+    p.update(e.record.id, { weight: 7 }),
+    p.update(e.record.id, { tags: ['t'] }),
+  ]);
+  assert.deepEqual([e.record.password, e.record.weight, [...e.record.tags]], ['NEW', 7, ['t']]);
+  await p.add({ url: 'http://10.0.0.1:3128', username: 'taken', password: 'x' });
+  await assert.rejects(
+    Promise.all([p.update(e.record.id, { username: 'taken' }), p.update(e.record.id, { weight: 2 })]),
+  );
+  assert.equal(e.record.weight, 2, 'a change that failed does not stop the next');
+});

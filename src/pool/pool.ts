@@ -53,6 +53,8 @@ export class Pool {
   /** Members by their exit address (exits.ts). */
   readonly exits = this.members.exits;
   private readonly pending = new Set<string>();
+  /** Per member, the end of the change of it running now (update). */
+  private readonly updating = new Map<string, Promise<void>>();
   private readonly listeners: PoolListener[] = [];
   private statusOf: (id: string) => ProxyStatus = () => 'active';
   private readonly store: ProxyStore;
@@ -211,8 +213,23 @@ export class Pool {
   /**
    * Changes a member in place (PATCH): the store first, then the entry's record, then the listeners. Null
    * when there is no such member (or it went meanwhile); 409 when a new username makes it a duplicate.
+   * Changes of one member run one after the other: each builds on the record the one before left (two at
+   * once each built on the same old record, and the later write undid the earlier change).
    */
-  async update(id: string, patch: ProxyPatch): Promise<ProxyEntry | null> {
+  update(id: string, patch: ProxyPatch): Promise<ProxyEntry | null> {
+    const run = (this.updating.get(id) ?? Promise.resolve()).then(() => this.updateNow(id, patch));
+    const settled = run.then(
+      () => {},
+      () => {},
+    );
+    this.updating.set(id, settled);
+    void settled.then(() => {
+      if (this.updating.get(id) === settled) this.updating.delete(id);
+    });
+    return run;
+  }
+
+  private async updateNow(id: string, patch: ProxyPatch): Promise<ProxyEntry | null> {
     const entry = this.members.get(id);
     if (!entry) return null;
     const before = entry.record;
