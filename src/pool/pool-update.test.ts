@@ -186,3 +186,17 @@ test('changes of one member at once both land: each builds on the one before', a
   );
   assert.equal(e.record.weight, 2, 'a change that failed does not stop the next');
 });
+
+test('a member made a gateway by a change forgets the exit it had as a static proxy', async () => {
+  const p = await pool();
+  const a = await p.add({ url: 'http://10.0.0.1:3128', username: 'acct', password: 'x' });
+  const b = await p.add({ url: 'http://10.0.0.2:3128' });
+  const now = Date.now();
+  await p.setExit(a, { ip: '198.51.100.20', seenAt: now, country: 'NL', asn: null });
+  await p.setExit(b, { ip: '198.51.100.20', seenAt: now, country: 'NL', asn: null });
+  assert.equal(p.exitSharedWith(b), 1);
+  await p.update(a.record.id, { username_template: 'acct-session-{session}' });
+  assert.equal(a.exit, null);
+  assert.equal(a.country, null, 'no learned country either');
+  assert.equal(p.exitSharedWith(b), 0, 'a ban on b no longer reaches the gateway');
+});

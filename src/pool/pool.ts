@@ -14,6 +14,7 @@ import { buildRecord, patchRecord, tryBuild } from './record.ts';
 import {
   type ExitIdentity,
   identityKey,
+  isGateway,
   type ProxyRecord,
   type ProxyStatus,
   publicUrl,
@@ -247,6 +248,9 @@ export class Pool {
       if (renamed) this.pending.delete(key);
     }
     if (this.members.get(id) !== entry) return null;
+    // Made a gateway: its exit changes by design, so the one learned as a static proxy is no longer its
+    // (a ban on a member sharing it would otherwise cool the gateway).
+    if (isGateway(record) && entry.exit !== null) await this.setExit(entry, null);
     this.replace(entry, record);
     return entry;
   }

@@ -53,6 +53,18 @@ describe('DispatcherCache', () => {
 });
 
 describe('DispatcherCache: gateway sessions', () => {
+  it('a proxy made a gateway drops the dispatcher of its fixed credentials', async () => {
+    const cache = new DispatcherCache({ connectTimeoutMs: 1_000, closeGraceMs: 10 });
+    try {
+      cache.get({ ...base, id: 'turned' });
+      assert.equal(cache.size, 1);
+      cache.get({ ...base, id: 'turned', usernameTemplate: 'u-{session}', username: 'u-1' });
+      assert.equal(cache.size, 0);
+    } finally {
+      await cache.closeAll();
+    }
+  });
+
   it('beyond 256 rendered credentials the least recently used idle one goes; a busy one stays and finishes', async () => {
     // A proxy on loopback that holds /slow until told, and answers anything else at once.
     let release = () => {};

@@ -82,7 +82,15 @@ export class DispatcherCache {
   }
 
   get(record: ProxyRecord): ProxyDispatcher {
-    if (isGateway(record)) return this.#rendered(record);
+    if (isGateway(record)) {
+      // Made a gateway by a PATCH: the dispatcher of its fixed credentials serves it no more.
+      const fixed = this.#entries.get(record.id);
+      if (fixed !== undefined) {
+        this.#entries.delete(record.id);
+        void this.#retire(fixed.dispatcher);
+      }
+      return this.#rendered(record);
+    }
     const entry = this.#entries.get(record.id);
     // The hot path: the pool hands out the same record object until the proxy is updated.
     if (entry?.record === record) return entry.dispatcher;
