@@ -1,5 +1,5 @@
 import type { ProxyEntry } from './pool.ts';
-import { type ProxyRecord, publicUrl } from './types.ts';
+import { identityName, type ProxyRecord, publicUrl } from './types.ts';
 
 /**
  * The members by identity (public URL + username: two members may share an address with different
@@ -34,12 +34,17 @@ export class IdentityIndex {
     return this.#byUrl;
   }
 
-  has(record: Pick<ProxyRecord, 'protocol' | 'host' | 'port' | 'username'>): boolean {
+  has(
+    record: Pick<
+      ProxyRecord,
+      'protocol' | 'host' | 'port' | 'username' | 'usernameTemplate' | 'passwordTemplate'
+    >,
+  ): boolean {
     const at = this.#index().get(publicUrl(record));
     if (at === undefined) return false;
-    const username = record.username ?? null;
-    if (!Array.isArray(at)) return (at.record.username ?? null) === username;
-    return at.some((e) => (e.record.username ?? null) === username);
+    const name = identityName(record);
+    if (!Array.isArray(at)) return identityName(at.record) === name;
+    return at.some((e) => identityName(e.record) === name);
   }
 
   add(entry: ProxyEntry): void {

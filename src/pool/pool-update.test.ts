@@ -200,3 +200,20 @@ test('a member made a gateway by a change forgets the exit it had as a static pr
   assert.equal(a.country, null, 'no learned country either');
   assert.equal(p.exitSharedWith(b), 0, 'a ban on b no longer reaches the gateway');
 });
+
+test('gateways on one provider endpoint are told apart by their templates (zones), as entries by username', async () => {
+  const p = await pool();
+  const url = 'http://10.0.0.9:7777';
+  await p.add({ url, username_template: 'acme-zone-res-session-{session}', password: 'x' });
+  await p.add({ url, username_template: 'acme-zone-isp-session-{session}', password: 'x' });
+  await p.add({ url });
+  await assert.rejects(p.add({ url, username_template: 'acme-zone-res-session-{session}', password: 'y' }), {
+    code: 'PROXY_ALREADY_EXISTS',
+  });
+  const isp = p.all()[1];
+  assert.ok(isp);
+  await assert.rejects(p.update(isp.record.id, { username_template: 'acme-zone-res-session-{session}' }), {
+    code: 'PROXY_ALREADY_EXISTS',
+  });
+  assert.equal(p.size, 3);
+});

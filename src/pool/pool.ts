@@ -14,6 +14,7 @@ import { buildRecord, patchRecord, tryBuild } from './record.ts';
 import {
   type ExitIdentity,
   identityKey,
+  identityName,
   isGateway,
   type ProxyRecord,
   type ProxyStatus,
@@ -235,7 +236,7 @@ export class Pool {
     if (!entry) return null;
     const before = entry.record;
     const record = patchRecord(before, patch, this.now());
-    const renamed = (before.username ?? null) !== record.username;
+    const renamed = identityName(before) !== identityName(record);
     const key = identityKey(record);
     if (renamed && (this.members.identity.has(record) || this.pending.has(key))) throw duplicate(record);
     if (renamed) this.pending.add(key);

@@ -86,7 +86,25 @@ export function publicUrl(r: Pick<ProxyRecord, 'protocol' | 'host' | 'port'>): s
     : [r.protocol, '://', r.host, ':', r.port].join('');
 }
 
-/** The identity behind 409: normalised URL plus username. */
-export function identityKey(r: Pick<ProxyRecord, 'protocol' | 'host' | 'port' | 'username'>): string {
-  return `${publicUrl(r)}\u0000${r.username ?? ''}`;
+type Identified = Pick<
+  ProxyRecord,
+  'protocol' | 'host' | 'port' | 'username' | 'usernameTemplate' | 'passwordTemplate'
+>;
+
+/**
+ * Who an entry is at its address, beside the URL: its username; for a gateway without one, its templates
+ * (one provider endpoint, several zones: `…zone-res-session-{session}` and `…zone-isp-session-{session}`
+ * are two gateways). Never a string a username could be (it starts with U+0001).
+ */
+export function identityName(r: Omit<Identified, 'protocol' | 'host' | 'port'>): string {
+  // Read once: a stored username is decrypted on read (store/rows.ts).
+  const username = r.username;
+  if (username != null) return username;
+  if (!r.usernameTemplate && !r.passwordTemplate) return '';
+  return `\u0001${r.usernameTemplate ?? ''}\u0001${r.passwordTemplate ?? ''}`;
+}
+
+/** The identity behind 409: normalised URL plus identityName (the username, or a gateway's templates). */
+export function identityKey(r: Identified): string {
+  return `${publicUrl(r)}\u0000${identityName(r)}`;
 }
