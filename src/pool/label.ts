@@ -62,5 +62,13 @@ export function safeLabel(r: ProxyRecord): string | null {
   if (r.label) return r.label;
   if (r.usernameTemplate) return safeUsernamePart(r.usernameTemplate);
   if (r.hasCredentials === false) return null;
-  return r.username === null ? null : safeUsernamePart(r.username);
+  let username: string | null;
+  try {
+    username = r.username;
+  } catch {
+    // A stored username that cannot be opened (a changed storage key, a damaged row) fails that proxy's
+    // dial with its own error; a list, an export or the dashboard shows it without a label.
+    return null;
+  }
+  return username === null ? null : safeUsernamePart(username);
 }

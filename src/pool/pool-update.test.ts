@@ -217,3 +217,23 @@ test('gateways on one provider endpoint are told apart by their templates (zones
   });
   assert.equal(p.size, 3);
 });
+
+test('a username that cannot be opened leaves its entry without a label, never failing the list', () => {
+  const damaged = {
+    id: 'd',
+    protocol: 'http',
+    host: '10.0.0.1',
+    port: 1,
+    weight: 1,
+    country: null,
+    tags: [],
+    createdAt: 0,
+    updatedAt: 0,
+    hasCredentials: true,
+    get username(): string {
+      throw new Error('cannot decrypt');
+    },
+    password: null,
+  } as unknown as ProxyRecord;
+  assert.equal(safeLabel(damaged), null);
+});
