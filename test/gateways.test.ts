@@ -86,6 +86,19 @@ describe('a provider gateway', () => {
     assert.equal(lastExit()?.country, 'jp');
   });
 
+  test('a rule allowing some countries takes a gateway that renders {country}, which renders one of them', async () => {
+    await putRules(t, [{ name: 'fr', match: { hosts: ['127.0.0.1'] }, proxies: { countries: ['FR'] } }]);
+    try {
+      const r = await api({ url: site.urlB('/geo') });
+      assert.equal(r.proxy_id, id, 'the DE gateway serves FR');
+      assert.equal(lastExit()?.country, 'fr', 'the rule’s country, not the entry’s');
+      await api({ url: site.urlB('/geo'), country: 'fr' });
+      assert.equal(lastExit()?.country, 'fr');
+    } finally {
+      await putRules(t, []);
+    }
+  });
+
   test('one session has one exit on every door: API, absolute-URI, CONNECT, SOCKS5', async () => {
     const auth = { 'proxy-authorization': basic('crawler-session-doors', 'x') };
     await api({ url: site.urlB('/api'), session_id: 'doors' });

@@ -186,7 +186,7 @@ export class Executor {
           this.d.providerSessions,
           entry.record,
           input.sessionId,
-          input.onlyCountry ?? input.country ?? entry.country,
+          input.onlyCountry ?? renderedCountry(input.country, input.rule?.filter?.countries, entry.country),
         )
       : null;
     const attempt = (signal: CallerSignal | undefined, onResponseStart: (() => void) | undefined) =>
@@ -287,4 +287,19 @@ export class Executor {
     s.pause = !err.proxyFault && err.kind !== 'queue_timeout' && err.kind !== 'target_refused';
     return 'next';
   }
+}
+
+/**
+ * The country a gateway renders for a call: the call's, else its own, unless the call's rule allows only
+ * some countries: then the call's or its own when allowed, else the rule's first.
+ */
+function renderedCountry(
+  asked: string | undefined,
+  allowed: ReadonlySet<string> | null | undefined,
+  own: string | null,
+): string | null {
+  if (allowed == null) return asked ?? own;
+  if (asked !== undefined && allowed.has(asked)) return asked;
+  if (own !== null && allowed.has(own)) return own;
+  return allowed.values().next().value ?? own;
 }

@@ -192,8 +192,14 @@ function compileRule(r: RuleInput, index: number): Rule {
 }
 
 /** Whether `tags` and `country` pass the rule's proxy filter. */
-export function passesFilter(f: ProxyFilter, tags: readonly string[], country: string | null): boolean {
-  if (f.countries !== null && (country === null || !f.countries.has(country))) return false;
+/** `country` true: the proxy serves any country asked of it (a gateway rendering `{country}`). */
+export function passesFilter(
+  f: ProxyFilter,
+  tags: readonly string[],
+  country: string | null | true,
+): boolean {
+  if (f.countries !== null && country !== true && (country === null || !f.countries.has(country)))
+    return false;
   if (f.tagsAny !== null && !tags.some((t) => f.tagsAny?.has(t))) return false;
   if (f.tagsNone !== null && tags.some((t) => f.tagsNone?.has(t))) return false;
   return true;
