@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { ExitOf } from '../bans/report.ts';
 import type { Pool } from '../pool/pool.ts';
-import { isGateway, type ProxyRecord } from '../pool/types.ts';
+import { isGateway, type ProxyRecord, servesAnyCountry } from '../pool/types.ts';
 import type { CallPrelude } from './prelude.ts';
 
 /**
@@ -21,20 +21,7 @@ import type { CallPrelude } from './prelude.ts';
  * gateway's. A rendered username is a credential: it goes into the dial record and nowhere else.
  */
 
-export { isGateway };
-
-/**
- * A gateway whose username (or password) names `{country}`: the provider serves the call's country, so a
- * country filter (a listener's `-country-XX`) passes it whatever its own country.
- */
-export function servesAnyCountry(r: ProxyRecord): boolean {
-  return rendersCountry(r.usernameTemplate) || rendersCountry(r.passwordTemplate);
-}
-
-function rendersCountry(t: string | null | undefined): boolean {
-  // Asked for every proxy of another country a country filter passes over: no string built.
-  return t != null && (t.includes('{country}') || t.includes('{COUNTRY}'));
-}
+export { isGateway, servesAnyCountry };
 
 /** What one attempt through a gateway dials with, and the key its bans are kept under. */
 export interface Rendered {

@@ -20,6 +20,7 @@ import {
   type ProxyStatus,
   publicUrl,
   type StatusFilter,
+  servesAnyCountry,
 } from './types.ts';
 
 export type {
@@ -262,7 +263,9 @@ export class Pool {
     const country = entry.country;
     entry.record = record;
     entry.country = effectiveCountry(record, entry.exit);
-    if (entry.country !== country) countryMoves.count++;
+    // Indexes by country (geo-targeted) also hold the gateways that render any country asked.
+    if (entry.country !== country || servesAnyCountry(before) !== servesAnyCountry(record))
+      countryMoves.count++;
     for (const l of this.listeners) l.updated?.(entry, before, country);
   }
 

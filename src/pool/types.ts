@@ -66,6 +66,19 @@ export function isGateway(r: Pick<ProxyRecord, 'usernameTemplate' | 'passwordTem
   return Boolean(r.usernameTemplate || r.passwordTemplate);
 }
 
+/**
+ * A gateway whose username (or password) names `{country}`: the provider serves the call's country, so a
+ * country filter (a listener's `-country-XX`, a rule's countries, geo-targeted) takes it whatever its own.
+ */
+export function servesAnyCountry(r: Pick<ProxyRecord, 'usernameTemplate' | 'passwordTemplate'>): boolean {
+  return rendersCountry(r.usernameTemplate) || rendersCountry(r.passwordTemplate);
+}
+
+function rendersCountry(t: string | null | undefined): boolean {
+  // Asked for every proxy of another country a country filter passes over: no string built.
+  return t != null && (t.includes('{country}') || t.includes('{COUNTRY}'));
+}
+
 /** Whether the proxy has a username, a password or a template, decrypting nothing that is still sealed. */
 export function hasCredentials(r: ProxyRecord): boolean {
   if (isGateway(r)) return true;

@@ -1,5 +1,6 @@
 import { countryMoves } from '../pool/entry.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
+import { servesAnyCountry } from '../pool/types.ts';
 import { MemberSync, RoundRobinCursor, usable } from './shared.ts';
 import type { Candidates, SelectionRequest, Strategy } from './types.ts';
 
@@ -9,8 +10,9 @@ function countryOf(e: ProxyEntry): string | null {
 }
 
 /**
- * Round-robin over the usable members whose `country` matches the request's `country`. When none matches (or
- * none of those is usable now), it falls back to round-robin over every usable member: the strategy *prefers*
+ * Round-robin over the usable members whose `country` matches the request's `country`; when none of those
+ * is usable, over the gateways that render `{country}` (the provider serves any country asked). When none
+ * is (or none of those is usable now), it falls back to round-robin over every usable member: the strategy *prefers*
  * matching proxies (docs/decisions.md, "Rotation and sessions"), and an answer through another country serves
  * the caller better than a failed request. Without a country it is plain round-robin. Members are indexed by
  * country, so a selection does not scan the pool.
@@ -22,6 +24,9 @@ export class GeoTargetedStrategy implements Strategy {
   private readonly indexed = new Set<ProxyEntry>();
   private readonly sync = new MemberSync();
   private readonly fallback = new RoundRobinCursor();
+  /** Gateways that render the call's country (servesAnyCountry), with their own cursor. */
+  private readonly anyCountry: ProxyEntry[] = [];
+  private readonly anyCursor = new RoundRobinCursor();
   private moves = countryMoves.count;
 
   select(c: Candidates, req: SelectionRequest): ProxyEntry | null {
@@ -32,6 +37,8 @@ export class GeoTargetedStrategy implements Strategy {
       const list = this.byCountry.get(country);
       const hit = list ? this.cursorFor(country).next(list, ok) : null;
       if (hit) return hit;
+      const rendered = this.anyCountry.length > 0 ? this.anyCursor.next(this.anyCountry, ok) : null;
+      if (rendered) return rendered;
     }
     return this.fallback.next(c.members, ok);
   }
@@ -42,6 +49,8 @@ export class GeoTargetedStrategy implements Strategy {
 
   removed(e: ProxyEntry): void {
     if (!this.indexed.delete(e)) return;
+    const any = this.anyCountry.indexOf(e);
+    if (any !== -1) this.anyCountry.splice(any, 1);
     const country = countryOf(e);
     if (country === null) return;
     const list = this.byCountry.get(country);
@@ -66,6 +75,7 @@ export class GeoTargetedStrategy implements Strategy {
   private insert(e: ProxyEntry): void {
     if (this.indexed.has(e)) return;
     this.indexed.add(e);
+    if (servesAnyCountry(e.record)) this.anyCountry.push(e);
     const country = countryOf(e);
     if (country === null) return;
     const list = this.byCountry.get(country);
@@ -80,6 +90,7 @@ export class GeoTargetedStrategy implements Strategy {
     this.moves = countryMoves.count;
     this.indexed.clear();
     this.byCountry.clear();
+    this.anyCountry.length = 0;
     for (const e of members) this.insert(e);
     this.sync.synced(members);
   }

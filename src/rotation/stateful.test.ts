@@ -249,6 +249,23 @@ describe('geo-targeted strategy', () => {
     );
   });
 
+  it('with no member of the country, a gateway that renders {country} comes before any other member', () => {
+    const de = makeEntry('de1', { country: 'DE' });
+    const gw = makeEntry('gw', { country: 'DE' });
+    const rendering = { ...gw, record: { ...gw.record, usernameTemplate: 'c-{session}-country-{country}' } };
+    const members = [de, rendering];
+    const s = new GeoTargetedStrategy();
+    for (let i = 0; i < 4; i++)
+      assert.equal(s.select(candidates(members), { country: 'FR' })?.record.id, 'gw');
+    const both = new Set([0, 1, 2, 3].map(() => s.select(candidates(members), { country: 'DE' })?.record.id));
+    assert.deepEqual([...both].sort(), ['de1', 'gw'], 'its own country as any member');
+    assert.equal(
+      s.select(candidates(members, new Set(['gw'])), { country: 'FR' })?.record.id,
+      'de1',
+      'else any',
+    );
+  });
+
   it('rotates through the matching members and follows pool changes', () => {
     const members = [
       makeEntry('us1', { country: 'US' }),
