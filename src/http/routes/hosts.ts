@@ -81,7 +81,9 @@ export function hostRoutes(services: Services): FastifyPluginAsync {
         const host = req.params.host.toLowerCase();
         const found = hosts.host(host);
         if (found === null) throw new RotaError('NOT_FOUND', `No calls to ${host} are tracked`);
-        const cooling = new Map(cooldowns.active(host).map((c) => [c.proxyId, c.until]));
+        const active = cooldowns.active(host);
+        // A gateway's provider session cooling is not the gateway cooling: it stays in use (outbound/gateways.ts).
+        const cooling = new Map(active.filter((c) => c.exit === undefined).map((c) => [c.proxyId, c.until]));
         const detail: HostDetailT = {
           host,
           last_15m: hostFigures(found.row.last_15m),
