@@ -8,7 +8,9 @@ import { startRedis, type TestRedis } from './helpers/redis.ts';
 
 /**
  * Two instances on one SQLite store and one Redis (redis-server): a `PUT policies` made on one applies on
- * the other within 1 s; a session pinned on one holds on the other, and ending it on one ends it on both.
+ * the other within 1 s; a session pinned on one holds on the other, and ending it on one ends it on both;
+ * a gateway session's provider session moved on one is the one every instance renders, one started later
+ * included.
  */
 
 let redis: TestRedis;
@@ -87,5 +89,26 @@ describe('policies and sessions across instances (Redis change bus)', () => {
     const del = await b.app.inject({ method: 'DELETE', url: '/api/v1/sessions/shared-s' });
     assert.equal(del.statusCode, 204);
     await within(1_000, () => !a.services.selector.sessionTable.list().some((s) => s.id === 'shared-s'));
+  });
+
+  it('a provider session moved on one instance is rendered by the other, and by one started later', async () => {
+    const [a, b] = [await instance(), await instance()];
+    const add = await a.app.inject({
+      method: 'POST',
+      url: '/api/v1/proxies',
+      ...json({ url: 'http://127.0.0.1:11', username_template: 'acme-session-{session}', password: 'p' }),
+    });
+    assert.equal(add.statusCode, 201, add.body);
+    const gw = (add.json() as { data: { id: string } }).data.id;
+    const render = (t: TestApp) => t.services.providerSessions.id('gen-sess', gw);
+    assert.equal(render(a), render(b), 'the same derivation everywhere');
+    const before = render(a);
+    a.services.providerSessions.bump('gen-sess', gw);
+    a.services.providerSessions.bump('gen-sess', gw);
+    const moved = render(a);
+    assert.notEqual(moved, before);
+    await within(1_000, () => render(b) === moved);
+    const c = await instance();
+    await within(2_000, () => render(c) === moved);
   });
 });

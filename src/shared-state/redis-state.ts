@@ -5,6 +5,7 @@ import type { RateCounter } from '../lib/rate-counter.ts';
 import type { StatsJson } from '../metrics/stats.ts';
 import type { Pool } from '../pool/pool.ts';
 import { ClusterStats } from './cluster-stats.ts';
+import { persistGeneration, readGenerations } from './generations.ts';
 import { RedisBus } from './redis-bus.ts';
 import { RedisRateCounter } from './redis-counter.ts';
 import { RedisLink } from './redis-link.ts';
@@ -58,12 +59,19 @@ export class RedisState implements SharedState {
       persistBreaker: (id, to, at, failures) => {
         link.cmd.hset('rota:breakers', id, JSON.stringify({ to, at, failures })).catch(() => {});
       },
+      persistGeneration: (key, gen) => persistGeneration(link.cmd, key, gen),
       logger: this.#logger,
     });
     replicator.start(d.onSettingsChange);
     this.#replicator = replicator;
     this.#stats = stats;
-    const resync = () => void replicator.resync(() => this.#breakerWords()).catch(() => {});
+    const resync = () =>
+      void replicator
+        .resync(
+          () => this.#breakerWords(),
+          () => readGenerations(link.cmd),
+        )
+        .catch(() => {});
     link.onUp(resync);
     await link.connect();
     stats.start(d.ownTotals);

@@ -15,8 +15,9 @@ import type { Notice } from './notices.ts';
  *   bus ──▶ apply: breaker state, session pin, cool-down, pool row (re-read from the shared store),
  *          settings (re-read from the shared store)
  *
- * Breaker states are also written to a Redis hash (`rota:breakers`) by `persistBreaker`, so that an
- * instance that starts, or comes back after Redis was gone, reads the current ones (`resync`).
+ * Breaker states are also written to a Redis hash (`rota:breakers`) by `persistBreaker`, and provider-
+ * session generations to keys of their own (generations.ts), so that an instance that starts, or comes
+ * back after Redis was gone, reads the current ones (`resync`).
  */
 export interface ReplicatorDeps {
   readonly bus: ChangeBus;
@@ -29,6 +30,8 @@ export interface ReplicatorDeps {
   readonly reloadSettings: () => Promise<void>;
   readonly onStats: (notice: Extract<Notice, { type: 'stats' }>, from: string) => void;
   readonly persistBreaker: (id: string, to: 'open' | 'closed', at: number, failures: number) => void;
+  /** Keeps a provider-session generation moved here for instances that start later (generations.ts). */
+  readonly persistGeneration: (key: string, gen: number) => void;
   readonly logger: Logger;
 }
 
@@ -50,7 +53,10 @@ export class Replicator {
     sessions.onPin = (sid, entry, idleMs) =>
       bus.publish({ type: 'session', sid, proxyId: entry.record.id, idleMs });
     sessions.onEnd = (id) => bus.publish({ type: 'session-ended', id });
-    this.#d.providerSessions.onBump = (key, gen) => bus.publish({ type: 'provider-session', key, gen });
+    this.#d.providerSessions.onBump = (key, gen) => {
+      bus.publish({ type: 'provider-session', key, gen });
+      this.#d.persistGeneration(key, gen);
+    };
     cooldowns.onClear = (host) => bus.publish({ type: 'bans-cleared', host });
     pool.listen({
       added: (e) => {
@@ -113,9 +119,13 @@ export class Replicator {
     }
   }
 
-  /** After a start or a Redis outage: the pool and settings from the store, breaker states from Redis. */
+  /**
+   * After a start or a Redis outage: the pool and settings from the store, breaker states and
+   * provider-session generations from Redis.
+   */
   async resync(
     breakerStates: () => Promise<Map<string, { to: 'open' | 'closed'; at: number; failures: number }>>,
+    generations: () => Promise<Map<string, number>>,
   ) {
     const d = this.#d;
     await d.reloadSettings();
@@ -130,5 +140,6 @@ export class Replicator {
     for (const [id, s] of await breakerStates()) {
       if (d.pool.get(id)) d.breakers.applyRemote(id, s.to, s.at, s.failures);
     }
+    for (const [key, gen] of await generations()) d.providerSessions.applyRemote(key, gen);
   }
 }
