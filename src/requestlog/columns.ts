@@ -67,6 +67,8 @@ export class Columns {
    * a ring of 1,000,000, and ~20 ms read from here.
    */
   readonly #outcome: Uint8Array;
+  /** LogEntry.told of the slot's call (0: not told yet). */
+  readonly #told: Float64Array;
   readonly #method: (string | undefined)[];
   readonly #host: (string | undefined)[];
   readonly #path: (string | null)[];
@@ -95,6 +97,7 @@ export class Columns {
     this.#delivered = new Int8Array(capacity);
     this.#n = new Uint8Array(capacity);
     this.#outcome = new Uint8Array(capacity);
+    this.#told = new Float64Array(capacity);
     this.#method = strings<string>();
     this.#host = strings<string>();
     this.#path = new Array<string | null>(capacity).fill(null);
@@ -129,6 +132,7 @@ export class Columns {
     const scheme = c.scheme === 'https' ? 2 : c.scheme === 'http' ? 1 : 0;
     this.#flags[s] = (c.ok ? 1 : 0) | (door << 1) | (scheme << 4);
     this.#outcome[s] = CALL_OUTCOMES.indexOf(outcomeOf(c));
+    this.#told[s] = 0;
     this.#port[s] = c.port ?? NONE;
     this.#delivered[s] = c.deliveredAttempt ?? NONE;
     this.#method[s] = c.method;
@@ -258,8 +262,18 @@ export class Columns {
   }
 
   /** The slot as a LogEntry (built now: for reading, never on a call's path). */
+  /** The slot's call was told as the `n`th finished call. */
+  told(slot: number, n: number): void {
+    this.#told[slot] = n;
+  }
+
+  toldAt(slot: number): number {
+    return this.#told[slot]!;
+  }
+
   entry(slot: number): LogEntry {
     const e = new LogEntry(this.#call(slot), this.#at[slot]!);
+    e.told = this.#told[slot]!;
     if (!this.isOpen(slot)) {
       e.up = this.#up[slot]!;
       e.down = this.#down[slot]!;

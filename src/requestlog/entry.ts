@@ -31,6 +31,11 @@ export class LogEntry {
   down = 0;
   /** Ms from the call's start to its end (body or tunnel over); null while it goes on. */
   durationMs: number | null = null;
+  /**
+   * Its place in the order finished calls were told (1, 2, …; 0 while it goes on): the live stream's
+   * event id, which a reconnection's Last-Event-ID names (calls end in another order than they begin).
+   */
+  told = 0;
 
   constructor(call: CallRecord, at: number) {
     this.call = call;

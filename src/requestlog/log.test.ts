@@ -45,6 +45,35 @@ describe('request log', () => {
     );
   });
 
+  it('a reconnection resumes in the order calls were told, which is the order they ended, not began', () => {
+    const log = new RequestLog({ size: 100, now: () => 1_000 });
+    const told: { id: number; n: number }[] = [];
+    log.subscribe((e) => told.push({ id: e.call.id ?? 0, n: e.told }));
+    const long = call();
+    const short = call();
+    log.onCall(long);
+    log.onCall(short);
+    log.ended(short.id ?? 0, 1, 1);
+    log.ended(long.id ?? 0, 1, 1);
+    const failed = call({ ok: false });
+    log.onCall(failed);
+    assert.deepEqual(
+      told.map((t) => t.id),
+      [short.id, long.id, failed.id],
+    );
+    assert.deepEqual(
+      told.map((t) => t.n),
+      [1, 2, 3],
+      'numbered as told',
+    );
+    // The client saw the first event (the short call) and reconnects: the long one is not lost.
+    assert.deepEqual(
+      log.after(1, {}).map((e) => e.call.id),
+      [long.id, failed.id],
+    );
+    assert.deepEqual(log.after(3, {}), []);
+  });
+
   it('keeps the newest ROTA_REQUEST_LOG_SIZE calls, newest first, and tells listeners once a call is over', () => {
     const log = new RequestLog({ size: 3, now: () => 1_000 });
     const told: number[] = [];

@@ -78,6 +78,8 @@ export class RequestLog {
   readonly #openCalls = new Map<number, LogEntry>();
   readonly #early = new Map<number, Early>();
   readonly #listeners = new Set<LogListener>();
+  /** Finished calls told so far (LogEntry.told of the last). */
+  #toldCount = 0;
 
   constructor(opts: { size: number; now: () => number; hosts?: HostSink }) {
     this.#cols = opts.size > 0 ? new Columns(opts.size) : null;
@@ -101,7 +103,14 @@ export class RequestLog {
     const slot = this.#cols === null ? -1 : this.#cols.push(call, at);
     const id = call.id;
     if (!call.ok || id === undefined) {
-      if (this.#listeners.size > 0) this.#tell(this.#entry(slot, call, at));
+      // Over already: told now (and numbered, so that a reconnecting stream finds it).
+      const n = ++this.#toldCount;
+      if (slot >= 0) this.#cols?.told(slot, n);
+      if (this.#listeners.size > 0) {
+        const e = this.#entry(slot, call, at);
+        e.told = n;
+        this.#tell(e);
+      }
       return;
     }
     const early = this.#early.size > 0 ? this.#early.get(id) : undefined;
@@ -175,6 +184,7 @@ export class RequestLog {
   #ended(slot: number, up: number, down: number, now: number): void {
     const cols = this.#cols as Columns;
     cols.end(slot, up, down, now);
+    cols.told(slot, ++this.#toldCount);
     const host = cols.hostAt(slot);
     if (host !== undefined) this.#hosts?.addBytes(host, cols.deliveredProxyAt(slot), up + down, now);
     if (this.#listeners.size > 0) this.#tell(cols.entry(slot));
@@ -182,6 +192,7 @@ export class RequestLog {
 
   #endEntry(e: LogEntry, up: number, down: number, now: number): void {
     e.end(up, down, now);
+    e.told = ++this.#toldCount;
     const host = e.call.host;
     if (host !== undefined) this.#hosts?.addBytes(host, deliveredOf(e.call)?.proxyId, up + down, now);
     if (this.#listeners.size > 0) this.#tell(e);
@@ -222,19 +233,22 @@ export class RequestLog {
   }
 
   /**
-   * Finished entries matching `f` with an id above `id`, oldest first (a stream's reconnection): the
-   * newest REPLAY_MAX of them at most, so that one reconnection (`Last-Event-ID: 0`) cannot make Rota
-   * serialise the whole ring for one client.
+   * Finished entries matching `f` told after the `told`th (LogEntry.told: a stream's event id, which a
+   * reconnection names in Last-Event-ID), in the order they were told: the newest REPLAY_MAX of them at
+   * most, so that one reconnection (`Last-Event-ID: 0`) cannot make Rota serialise the whole ring for
+   * one client.
    */
-  after(id: number, f: LogFilter): LogEntry[] {
+  after(told: number, f: LogFilter): LogEntry[] {
     const cols = this.#cols;
-    const out: LogEntry[] = [];
-    cols?.newestFirst((slot) => {
-      if (cols.idAt(slot) <= id || out.length >= REPLAY_MAX) return false;
-      if (!cols.isOpen(slot) && cols.matches(slot, f)) out.push(cols.entry(slot));
+    if (cols === null || told >= this.#toldCount) return [];
+    // The ring is in the order calls began; they were told as they ended: every slot is looked at.
+    const slots: number[] = [];
+    cols.newestFirst((slot) => {
+      if (cols.toldAt(slot) > told && cols.matches(slot, f)) slots.push(slot);
       return true;
     });
-    return out.reverse();
+    slots.sort((a, b) => cols.toldAt(a) - cols.toldAt(b));
+    return slots.slice(-REPLAY_MAX).map((slot) => cols.entry(slot));
   }
 
   /** A listener that throws must not fail the call that told it (this runs on the call's path). */

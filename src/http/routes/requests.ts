@@ -40,7 +40,8 @@ function filterOf(q: StreamQueryT): LogFilter {
 }
 
 function eventOf(e: LogEntry, labelOf: LabelOf): string {
-  return `id: ${e.call.id ?? 0}\nevent: request\ndata: ${JSON.stringify(recordView(e, labelOf))}\n\n`;
+  // The id is the order it was told in (LogEntry.told), which Last-Event-ID hands back on reconnection.
+  return `id: ${e.told}\nevent: request\ndata: ${JSON.stringify(recordView(e, labelOf))}\n\n`;
 }
 
 /** One subscription to the log for every open stream: each call's JSON is made once, whoever watches. */
@@ -169,9 +170,11 @@ export function requestLogRoutes(services: Services): FastifyPluginAsync {
           tags: TAG,
           summary: 'The request log, live: each call as it ends (Server-Sent Events)',
           description:
-            'Events `request` whose data is one record as in GET requests, filtered like it; a comment ' +
-            `every ${PING_MS / 1000} s keeps the connection open. With \`Last-Event-ID\` (an ` +
-            'EventSource reconnecting) the finished calls after that id come first. The stream stays ' +
+            'Events `request` whose data is one record as in GET requests, filtered like it; each event id ' +
+            'is its place in the order calls ended on this instance (not the record id: calls end in ' +
+            `another order than they begin); a comment every ${PING_MS / 1000} s keeps the connection ` +
+            'open. With `Last-Event-ID` (an EventSource reconnecting) the calls that ended after that one ' +
+            'come first (the newest 1,000 at most). The stream stays ' +
             'open for a client that accepts `text/event-stream` (every EventSource does); any other ' +
             'gets those first events and the answer ends. This instance only. At most ' +
             `${MAX_STREAMS} streams at once (503 SERVICE_UNAVAILABLE), ${MAX_STREAMS_PER_CLIENT} from one ` +
