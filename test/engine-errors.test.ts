@@ -138,3 +138,25 @@ describe('target URL checks', () => {
     }
   });
 });
+
+describe('a request that cannot be sent as given', () => {
+  test('a header value undici refuses ends the call at once: 502 REQUEST_FAILED, one attempt, no retry pause', async () => {
+    const t = await engineApp({});
+    try {
+      await putPolicy(t, { max_attempts: 5, base_delay: 5, max_backoff_delay: 10, jitter: false });
+      // Two proxies: a retry would have had another to go to.
+      const a = await addProxy(t, `http://127.0.0.1:${live.port}`);
+      await addProxy(t, `http://localhost:${live.port}`);
+      const t0 = performance.now();
+      const res = await proxied(t, { url: target.url('/json').href, headers: { 'x-odd': 'caf\u023a' } });
+      assert.ok(performance.now() - t0 < 2_000, 'not held for the retry pause');
+      assert.equal(res.statusCode, 502, res.body);
+      const err = res.json().error;
+      assert.equal(err.code, 'REQUEST_FAILED');
+      assert.equal(err.details.attempts.length, 1);
+      assert.equal(await breakerState(t, a), 'closed', 'not the proxy’s fault');
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -47,6 +47,8 @@ export function callError(
       });
     case 'aborted':
       return new RotaError('REQUEST_FAILED', 'The request was aborted', { details });
+    case 'invalid_request':
+      return new RotaError('REQUEST_FAILED', 'The request cannot be sent as given', { details });
     default:
       return new RotaError('PROXY_FAILOVER_EXHAUSTED', 'Every proxy tried failed', { details });
   }

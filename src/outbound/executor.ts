@@ -270,11 +270,14 @@ export class Executor {
     // `aborted` is also a proxy deleted mid-call (its dispatcher closed): only a caller that went away
     // ends the call; otherwise another proxy may still answer.
     // `local`: Rota itself is short of files or memory; asking more proxies would only make it worse.
+    // `invalid_request`: the request cannot be sent as given (a header value undici refuses), through
+    // any proxy: asking another, after the retry policy's pause, only held the caller (20 s and more).
     if (
       callerGone ||
       err.kind === 'response_too_large' ||
       err.kind === 'target_tls' ||
       err.kind === 'target_forbidden' ||
+      err.kind === 'invalid_request' ||
       err.kind === 'local'
     )
       return 'stop';
