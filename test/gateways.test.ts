@@ -94,6 +94,13 @@ describe('a provider gateway', () => {
       assert.equal(lastExit()?.country, 'fr', 'the rule’s country, not the entry’s');
       await api({ url: site.urlB('/geo'), country: 'fr' });
       assert.equal(lastExit()?.country, 'fr');
+      // A listener asking for a country the rule does not allow: not through the gateway either.
+      const seen = gw.seen.length;
+      const jp = await viaProxy(t.httpPort, site.urlB('/geo'), {
+        headers: { 'proxy-authorization': basic('crawler-country-jp', 'x') },
+      });
+      assert.equal(jp.status, 503);
+      assert.equal(gw.seen.length, seen, 'the gateway was not asked for JP');
     } finally {
       await putRules(t, []);
     }

@@ -124,7 +124,8 @@ describe('the request log stream and its clients', () => {
       const PATH = 4_000;
       let sent = 0;
       while (sent * PATH < target) {
-        for (let i = 0; i < 100; i++, sent++) logCall(PATH);
+        // Small bursts, a turn of the loop between them: the reading client (in this process) keeps up.
+        for (let i = 0; i < 50; i++, sent++) logCall(PATH);
         await new Promise((r) => setImmediate(r));
       }
       for (let i = 0; i < 500 && events(fast.text()) < sent; i++) await new Promise((r) => setTimeout(r, 10));

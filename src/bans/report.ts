@@ -1,6 +1,6 @@
 import { RotaError } from '../errors/rota-error.ts';
 import type { Cooldown } from './cooldowns.ts';
-import type { BanJudge } from './judge.ts';
+import { type BanJudge, banHost } from './judge.ts';
 
 /** A ban a client reports (POST bans, MCP's bans tool), as both answer it. */
 export interface ReportedBan {
@@ -40,7 +40,7 @@ export function reportBan(
   if (!d.known(b.proxy_id)) {
     throw new RotaError('PROXY_NOT_FOUND', 'Proxy not found', { details: { proxy_id: b.proxy_id } });
   }
-  const host = b.host.toLowerCase();
+  const host = banHost({ hostname: b.host });
   const exit = d.exitOf?.(b.proxy_id, host, b.session_id) ?? null;
   if (exit !== null && exit.key === null) throw noSession();
   const e = d.bans.report(exit?.key ?? b.proxy_id, host, b.cooldown_s);

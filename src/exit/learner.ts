@@ -54,7 +54,8 @@ export class ExitLearner {
   async learn(e: ProxyEntry): Promise<void> {
     if (isGateway(e.record)) return;
     const ip = await this.#ask(e);
-    if (ip === null || this.#d.pool.get(e.record.id) !== e) return;
+    // Asked of a static proxy; a PATCH may have made it a gateway meanwhile (whose exit is not kept).
+    if (ip === null || this.#d.pool.get(e.record.id) !== e || isGateway(e.record)) return;
     const old = e.exit;
     const lastIp = this.#last.get(e)?.ip ?? old?.ip;
     const moves = lastIp === undefined || lastIp === ip ? 0 : (this.#last.get(e)?.moves ?? 0) + 1;

@@ -67,8 +67,10 @@ export function eligibility(d: EligibilityDeps, req: Selection, ignore?: Ignored
     if (onlyCountry !== undefined && e.country !== onlyCountry && !servesAnyCountry(e.record)) return false;
     if (cap > 0 && e.inFlight >= cap) return false;
     if (cool !== undefined && coolUntil(cool, id) > now) return false;
-    if (filter !== null && !passesFilter(filter, e.record.tags, servesAnyCountry(e.record) || e.country))
-      return false;
+    // A gateway rendering {country} is of any country asked: of the listener's when one is (which the
+    // rule must allow too), else of any the rule allows.
+    const country = servesAnyCountry(e.record) ? (onlyCountry ?? true) : e.country;
+    if (filter !== null && !passesFilter(filter, e.record.tags, country)) return false;
     if (paced !== undefined && d.lastStarts.freeAt(paced.host, id, paced.ms) > paced.now) return false;
     return breakers.isAdmissible(id);
   };

@@ -122,7 +122,8 @@ export function reportedExit(d: {
     const e = d.pool.get(proxyId);
     if (e === undefined || !isGateway(e.record)) return null;
     if (sessionId === undefined) return { key: null, move: () => {} };
-    const { key } = d.prelude.sessionOf(sessionId, host, d.prelude.ruleFor({ host }));
+    // The rule a tunnel to the host gets (a ban seen inside a tunnel: no path, CONNECT), as its call had.
+    const { key } = d.prelude.sessionOf(sessionId, host, d.prelude.ruleFor({ host, method: 'CONNECT' }));
     return { key: `${proxyId}#${d.sessions.id(key, proxyId)}`, move: () => d.sessions.bump(key, proxyId) };
   };
 }

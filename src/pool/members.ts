@@ -2,7 +2,7 @@ import type { ProxyEntry } from './entry.ts';
 import { ExitIndex } from './exits.ts';
 import { IdentityIndex } from './identity.ts';
 import type { ExitIdentity, ProxyRecord, ProxyStatus, StatusFilter } from './types.ts';
-import { publicUrl } from './types.ts';
+import { isGateway, publicUrl } from './types.ts';
 
 /**
  * The pool's members in memory and their indexes (by id, by identity, by exit address, in creation
@@ -37,11 +37,13 @@ export class Members {
 
   /** `index` false: the caller hands the entry to the identity index itself (load: deferred). */
   insert(record: ProxyRecord, index = true): ProxyEntry {
+    // A gateway keeps no exit (its exit changes by design), whatever its stored row says.
+    const exit = isGateway(record) ? null : (record.exit ?? null);
     const entry: ProxyEntry = {
       record,
       url: publicUrl(record),
-      country: effectiveCountry(record, record.exit ?? null),
-      exit: record.exit ?? null,
+      country: effectiveCountry(record, exit),
+      exit,
       health: 'unknown',
       consecutiveFailures: 0,
       inFlight: 0,

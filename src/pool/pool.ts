@@ -251,8 +251,13 @@ export class Pool {
     }
     if (this.members.get(id) !== entry) return null;
     // Made a gateway: its exit changes by design, so the one learned as a static proxy is no longer its
-    // (a ban on a member sharing it would otherwise cool the gateway).
-    if (isGateway(record) && entry.exit !== null) await this.setExit(entry, null);
+    // (a ban on a member sharing it would otherwise cool the gateway). Forgotten here at once, and in the
+    // store as well as it goes (a failed write leaves a stale row that the next start reads as a gateway's
+    // exit, which no gateway uses).
+    if (isGateway(record) && entry.exit !== null) {
+      this.members.moveExit(entry, null);
+      this.store.setExit(id, null).catch(() => {});
+    }
     this.replace(entry, record);
     return entry;
   }

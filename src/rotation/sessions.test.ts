@@ -21,6 +21,32 @@ function setup(n = 4) {
 }
 
 describe('session terms', () => {
+  it('tells when a session leaves its proxy (term, fault, ended), not when the proxy is only unusable for now', () => {
+    const { table, down, pick, members } = setup();
+    const left: string[] = [];
+    table.onRelease = (key, had) => left.push(`${key}:${had.record.id}`);
+    const terms = { idleMs: 60_000, maxMs: 0, maxRequests: 2 };
+    const first = pick('s', terms);
+    down.add(first ?? '');
+    const other = pick('s', terms);
+    assert.notEqual(other, first);
+    assert.deepEqual(left, [], 'unusable for now (a cap, a cool-down, a retry): not left');
+    down.clear();
+    pick('s', terms);
+    pick('s', terms);
+    assert.deepEqual(left, [`s:${other}`], 'its term served');
+    const now = pick('t', terms);
+    table.record(members.find((m) => m.record.id === now) as ProxyEntry, {
+      ok: false,
+      latencyMs: 1,
+      proxyFault: true,
+    });
+    pick('t', terms);
+    assert.equal(left.at(-1), `t:${now}`, 'its proxy failed');
+    table.end('t');
+    assert.equal(left.length, 3, 'ended');
+  });
+
   it('max_requests: rotates to another proxy every N picks', () => {
     const { pick } = setup();
     const terms = { idleMs: 60_000, maxMs: 0, maxRequests: 3 };

@@ -75,8 +75,8 @@ export class SessionTable {
   /** Told when sessions were ended here by id (shared state tells the other instances). */
   onEnd: ((id: string) => void) | null = null;
   /**
-   * Told when a live session is pinned anew (its term served, its proxy failed or unusable) or ended here,
-   * with the proxy it had: a gateway's provider session moves on with it
+   * Told when a live session leaves its proxy (its term served, its proxy failed or left the pool) or is
+   * ended here, with the proxy it had: a gateway's provider session moves on with it
    * (outbound/gateways.ts), or the session would get its old exit back from the same gateway.
    */
   onRelease: ((key: string, had: ProxyEntry) => void) | null = null;
@@ -115,7 +115,9 @@ export class SessionTable {
         this.place(key, { ...pin, lastUsed: now, expiresAt: now + terms.idleMs, requests: pin.requests + 1 });
         return pin.entry;
       }
-      this.onRelease?.(key, pin.entry);
+      // Its term is over or its proxy failed: the session leaves it (a proxy only unusable for now, at its
+      // cap or cooling or left out by this call's retries, is not left: the session may come back to it).
+      if (served || !this.holds(pin)) this.onRelease?.(key, pin.entry);
       // After a failure or a full term, prefer any other proxy; the old one only when it is the last one.
       if (served || this.faulted(pin)) return this.repin(key, ok, fresh, terms, pin.entry, now);
     }

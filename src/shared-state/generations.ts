@@ -24,8 +24,19 @@ else
 end
 return 1`;
 
+/** The script as a command of the connection (ioredis defineCommand: EVALSHA, the text sent once). */
+interface WithGenerations {
+  rotaGenerationMax(key: string, gen: number, ttlS: number): Promise<unknown>;
+}
+
+export function defineGenerationCommand(cmd: Redis): void {
+  cmd.defineCommand('rotaGenerationMax', { numberOfKeys: 1, lua: MAX_SET });
+}
+
+/** Needs defineGenerationCommand(cmd) first. */
 export function persistGeneration(cmd: Redis, key: string, gen: number): void {
-  cmd.eval(MAX_SET, 1, PREFIX + key, gen, TTL_S).catch(() => {});
+  // defineCommand adds the method at run time; ioredis's types cannot know its name.
+  (cmd as unknown as WithGenerations).rotaGenerationMax(PREFIX + key, gen, TTL_S).catch(() => {});
 }
 
 /** Every generation kept (up to MAX_READ), by key; read in pages, never one command over them all. */

@@ -5,7 +5,7 @@ import type { RateCounter } from '../lib/rate-counter.ts';
 import type { StatsJson } from '../metrics/stats.ts';
 import type { Pool } from '../pool/pool.ts';
 import { ClusterStats } from './cluster-stats.ts';
-import { persistGeneration, readGenerations } from './generations.ts';
+import { defineGenerationCommand, persistGeneration, readGenerations } from './generations.ts';
 import { RedisBus } from './redis-bus.ts';
 import { RedisRateCounter } from './redis-counter.ts';
 import { RedisLink } from './redis-link.ts';
@@ -42,6 +42,7 @@ export class RedisState implements SharedState {
         this.set(link.up ? 1 : 0);
       },
     });
+    defineGenerationCommand(link.cmd);
     const bus = new RedisBus(link, this.#id);
     const stats = new ClusterStats(d.pool, link, bus);
     const replicator = new Replicator({

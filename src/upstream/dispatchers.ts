@@ -100,6 +100,8 @@ export class DispatcherCache {
       return entry.dispatcher;
     }
     if (entry) this.#retire(entry.dispatcher);
+    // New for this id (rare): a gateway made a static proxy by a PATCH leaves its provider sessions.
+    else if (this.#gateways.size > 0) this.#closeRendered(record.id);
     const dispatcher = createDispatcher(record, this.#dialer);
     this.#entries.set(record.id, { record, fingerprint: fp, dispatcher });
     return dispatcher;
@@ -123,6 +125,15 @@ export class DispatcherCache {
     this.#gateways.set(key, { id: record.id, dispatcher });
     if (this.#gateways.size > GATEWAY_DISPATCHERS) this.#evictIdle(key);
     return dispatcher;
+  }
+
+  /** Closes every dispatcher of gateway `id`'s rendered credentials. */
+  #closeRendered(id: string): void {
+    for (const [key, g] of this.#gateways) {
+      if (g.id !== id) continue;
+      this.#gateways.delete(key);
+      void this.#retire(g.dispatcher);
+    }
   }
 
   /**

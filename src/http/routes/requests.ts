@@ -93,7 +93,11 @@ class StreamHub {
 
   /** Ends every stream (the server is closing: an open stream would hold its close up forever). */
   endAll(): void {
-    for (const out of [...this.#clients.keys()]) out.end();
+    for (const out of [...this.#clients.keys()]) {
+      // Out of the list at once: calls that end meanwhile are not written after its end.
+      this.#clients.delete(out);
+      out.end();
+    }
   }
 
   #send(e: LogEntry): void {
