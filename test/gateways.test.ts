@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { type BanTarget, startBanTarget } from './fixtures/ban-target.ts';
 import { type ProviderGateway, startProviderGateway } from './fixtures/provider-gateway.ts';
+import { proxiedOk } from './helpers/engine.ts';
 import {
   addUpstream,
   basic,
@@ -48,17 +49,7 @@ beforeEach(async () => {
   await t.app.inject({ method: 'DELETE', url: '/api/v1/bans' });
 });
 
-async function api(body: Record<string, unknown>) {
-  const res = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/request',
-    headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify(body),
-  });
-  assert.equal(res.statusCode, 200, res.body);
-  return (res.json() as { data: { status_code: number; proxy_id: string; attempts: number; body: string } })
-    .data;
-}
+const api = (body: Record<string, unknown>) => proxiedOk(t, body);
 const lastExit = () => gw.seen.at(-1);
 
 describe('a provider gateway', () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { BanTarget } from './fixtures/ban-target.ts';
 import { type BanRig, banRig } from './helpers/ban-rig.ts';
+import { proxied, proxiedOk } from './helpers/engine.ts';
 import { type ListeningApp, viaProxy } from './helpers/forward.ts';
 import { putPolicies, putRules } from './helpers/policies.ts';
 
@@ -38,25 +39,12 @@ beforeEach(async () => {
   await t.app.inject({ method: 'DELETE', url: '/api/v1/bans' });
 });
 
-interface Proxied {
-  status_code: number;
-  proxy_id: string;
-  attempts: number;
-  policy?: string;
-  session_id?: string;
-}
-
 async function call(body: Record<string, unknown>, status = 200) {
-  const res = await t.app.inject({
-    method: 'POST',
-    url: '/api/v1/request',
-    headers: { 'content-type': 'application/json' },
-    payload: JSON.stringify(body),
-  });
+  const res = await proxied(t, body);
   assert.equal(res.statusCode, status, res.body);
   return res;
 }
-const data = async (body: Record<string, unknown>) => ((await call(body)).json() as { data: Proxied }).data;
+const data = (body: Record<string, unknown>) => proxiedOk(t, body);
 const egressOf = (id: string) => EGRESS[ids.indexOf(id)];
 
 describe('PUT policies validates everything and changes nothing on a problem', () => {

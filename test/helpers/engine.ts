@@ -60,6 +60,9 @@ export interface ProxiedData {
   proxy_id: string;
   attempts: number;
   elapsed_ms: number;
+  /** The session when the call named one, the policy rule when one applied. */
+  session_id?: string;
+  policy?: string;
 }
 
 export interface ProxyData {
