@@ -167,7 +167,11 @@ export async function createServices(
     onRule: (rule, event) =>
       event === 'request' ? policyMetrics.request(rule) : policyMetrics.rateLimited(rule),
   });
-  policies.holder.onRules((names) => policyMetrics.keep(names));
+  policies.holder.onRules((names) => {
+    policyMetrics.keep(names);
+    const named = policies.holder.get().rules.flatMap((r) => (r.strategy === undefined ? [] : [r.strategy]));
+    selector.useRuleStrategies(new Set(named));
+  });
   const health = new HealthChecker({
     pool,
     breakers,

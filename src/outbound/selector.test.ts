@@ -40,7 +40,7 @@ async function setup(strategy: StrategyName, n: number, seed: number) {
   pool.listen({ added: (e) => selector.added(e) });
   for (let i = 0; i < n; i++)
     await pool.add({ url: `http://10.0.0.${i + 1}:8080`, country: i % 2 ? 'DE' : 'US' });
-  return { clock, pool, cooldowns, selector };
+  return { clock, pool, cooldowns, selector, settings };
 }
 
 const scenario = fc.record({
@@ -113,4 +113,25 @@ describe('selection under cool-downs and in-flight caps (every strategy)', () =>
       assert.ok(seen.picked > 300 && seen.none > 2 && seen.fellBack > 2, JSON.stringify(seen));
     });
   }
+});
+
+describe('strategies kept', () => {
+  it('the configured one and those the rules name: a switch or a rule gone drops the others', async () => {
+    const { selector, pool, settings } = await setup('round-robin', 2, 1);
+    selector.pick({});
+    assert.deepEqual(selector.strategiesInUse, ['round-robin']);
+    selector.useRuleStrategies(new Set<StrategyName>(['least-used']));
+    selector.pick({ rule: { strategy: 'least-used' } as never });
+    assert.deepEqual([...selector.strategiesInUse].sort(), ['least-used', 'round-robin']);
+    await settings.update({ rotation_strategy: 'random' });
+    selector.pick({});
+    assert.deepEqual(
+      [...selector.strategiesInUse].sort(),
+      ['least-used', 'random'],
+      'the old configured one went',
+    );
+    selector.useRuleStrategies(new Set());
+    assert.deepEqual(selector.strategiesInUse, ['random'], 'no rule names least-used any more');
+    assert.equal(pool.size, 2);
+  });
 });

@@ -36,8 +36,9 @@ import { servesAnyCountry } from './gateways.ts';
  */
 export class Selector {
   private strategy: Strategy;
-  /** Every strategy built so far, the configured one and those policy rules name. */
+  /** The strategies in use: the configured one and those the policy rules name (told by useRuleStrategies). */
   private readonly strategies = new Map<StrategyName, Strategy>();
+  private ruleStrategies: ReadonlySet<StrategyName> = new Set();
   private lastRotationAt: number | null = null;
   private readonly pool: Pool;
   private readonly settings: RuntimeSettings;
@@ -87,8 +88,31 @@ export class Selector {
 
   private current(): Strategy {
     const want = this.settings.get().rotation_strategy;
-    if (this.strategy.name !== want) this.strategy = this.build(want);
+    if (this.strategy.name !== want) {
+      this.strategy = this.build(want);
+      this.prune();
+    }
     return this.strategy;
+  }
+
+  /**
+   * The strategies the policy rules name now: kept beside the configured one; any other is dropped, since
+   * every attempt's outcome is told to each strategy kept (record, inFlight).
+   */
+  useRuleStrategies(names: ReadonlySet<StrategyName>): void {
+    this.ruleStrategies = names;
+    this.prune();
+  }
+
+  /** The strategies kept now (each is told every attempt's outcome). */
+  get strategiesInUse(): readonly StrategyName[] {
+    return [...this.strategies.keys()];
+  }
+
+  private prune(): void {
+    for (const name of [...this.strategies.keys()]) {
+      if (name !== this.strategy.name && !this.ruleStrategies.has(name)) this.strategies.delete(name);
+    }
   }
 
   private strategyOf(req: Selection): Strategy {
