@@ -69,8 +69,10 @@ export function eligibility(d: EligibilityDeps, req: Selection, ignore?: Ignored
     if (cool !== undefined && coolUntil(cool, id) > now) return false;
     // A gateway rendering {country} is of any country asked: of the listener's when one is (which the
     // rule must allow too), else of any the rule allows.
-    const country = servesAnyCountry(e.record) ? (onlyCountry ?? true) : e.country;
-    if (filter !== null && !passesFilter(filter, e.record.tags, country)) return false;
+    if (filter !== null) {
+      const country = servesAnyCountry(e.record) ? (onlyCountry ?? true) : e.country;
+      if (!passesFilter(filter, e.record.tags, country)) return false;
+    }
     if (paced !== undefined && d.lastStarts.freeAt(paced.host, id, paced.ms) > paced.now) return false;
     return breakers.isAdmissible(id);
   };

@@ -101,7 +101,10 @@ export function render(
   country: string | null,
 ): Rendered {
   const session = sessions === null ? randomBytes(8).toString('hex') : sessions.id(sessionKey, r.id);
-  const v = { session, country, rand: randomBytes(6).toString('hex') };
+  // Drawn only for a template that asks for it (most do not): an attempt through a gateway is hot.
+  const asksRand =
+    r.usernameTemplate?.includes('{rand}') === true || r.passwordTemplate?.includes('{rand}') === true;
+  const v = { session, country, rand: asksRand ? randomBytes(6).toString('hex') : '' };
   const username = r.usernameTemplate ? renderTemplate(r.usernameTemplate, v) : r.username;
   const password = r.passwordTemplate ? renderTemplate(r.passwordTemplate, v) : r.password;
   const kept = sessions !== null && sessionKey !== undefined && sessionKey !== '';
