@@ -133,9 +133,11 @@ export async function createServices(
     (id) => exitSharers(pool, id),
   );
   const providerSessions = new ProviderSessions();
-  // A session pinned anew or ended leaves its provider session too: the same gateway gives a new exit.
-  selector.sessionTable.onRelease = (key, had) => {
-    if (isGateway(had.record)) providerSessions.bump(key, had.record.id);
+  // A session pinned anew or ended leaves its provider session too: the same gateway gives a new exit. Not
+  // for a fault: a gateway's faults are counted on its entry, so one provider session's would move every
+  // session pinned to it; the executor moves the session whose attempt failed (executor.ts).
+  selector.sessionTable.onRelease = (key, had, why) => {
+    if (why !== 'fault' && isGateway(had.record)) providerSessions.bump(key, had.record.id);
   };
   const executor = new Executor({
     selector,

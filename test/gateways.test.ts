@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { type BanTarget, startBanTarget } from './fixtures/ban-target.ts';
 import { type ProviderGateway, startProviderGateway } from './fixtures/provider-gateway.ts';
-import { proxiedOk } from './helpers/engine.ts';
+import { proxied, proxiedOk } from './helpers/engine.ts';
 import {
   addUpstream,
   basic,
@@ -243,6 +243,24 @@ describe('a provider gateway', () => {
     assert.equal(next.attempts, 1);
     assert.notEqual(lastExit()?.session, seen.session, 'the session moved to the next provider session');
     assert.equal((await api({ url: site.urlA('/r'), session_id: 'someone-else' })).proxy_id, id);
+  });
+
+  test('one session’s failed attempt moves that session’s exit only, never the other sessions’ on the gateway', async () => {
+    await api({ url: site.urlB('/f'), session_id: 'calm' });
+    const calm = lastExit()?.session;
+    await api({ url: site.urlB('/f'), session_id: 'unlucky' });
+    const before = lastExit()?.session;
+    site.delayMs = 1_500;
+    try {
+      const slow = await proxied(t, { url: site.urlB('/slow'), session_id: 'unlucky', timeout: 1 });
+      assert.equal(slow.statusCode, 504, slow.body);
+    } finally {
+      site.delayMs = 0;
+    }
+    await api({ url: site.urlB('/f'), session_id: 'unlucky' });
+    assert.notEqual(lastExit()?.session, before, 'the session whose attempt failed moved on');
+    await api({ url: site.urlB('/f'), session_id: 'calm' });
+    assert.equal(lastExit()?.session, calm, 'another session kept its exit');
   });
 
   test('without a session a ban is seen and cools nothing (its one-use exit key would never be met again)', async () => {

@@ -282,9 +282,11 @@ export class Executor {
     )
       return 'stop';
     if (err.mayHaveReachedTarget && !c.replayable) throw unsafeToRetryError(err, s.failed);
-    // One exit of a gateway could not reach the target: the session's next call takes another exit.
-    if (err.pairFault && isGateway(entry.record))
+    // One exit of a gateway failed or could not reach the target: this session's next attempt and call
+    // take another exit (the other sessions on the gateway keep theirs).
+    if ((err.pairFault || err.proxyFault) && isGateway(entry.record)) {
       this.d.providerSessions.bump(c.input.sessionId, entry.record.id);
+    }
     // A proxy fault is left at once: the next proxy is a different resource, there is nothing to back
     // off from. Only a target-side failure (it may be overloaded) waits before asking again.
     s.pause = !err.proxyFault && err.kind !== 'queue_timeout' && err.kind !== 'target_refused';

@@ -73,3 +73,17 @@ describe('provider gateways', () => {
     assert.ok(!servesAnyCountry(gateway({ usernameTemplate: 'user-session-{session}' })));
   });
 });
+
+describe('provider-session generations', () => {
+  it('a session in use keeps its moved generation while idle ones are evicted first', () => {
+    const p = new ProviderSessions();
+    p.bump('busy', 'gw');
+    const moved = p.id('busy', 'gw');
+    // Fill the table past its bound with other sessions' moves, using the busy one now and then.
+    for (let i = 0; i < 100_500; i++) {
+      p.bump(`idle-${i}`, 'gw');
+      if (i % 10_000 === 0) p.id('busy', 'gw');
+    }
+    assert.equal(p.id('busy', 'gw'), moved, 'still its moved provider session');
+  });
+});

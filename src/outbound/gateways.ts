@@ -62,8 +62,16 @@ export class ProviderSessions {
   id(sessionKey: string | undefined, gatewayId: string): string {
     if (sessionKey === undefined || sessionKey === '') return randomBytes(8).toString('hex');
     const key = `${sessionKey}\n${gatewayId}`;
-    const gen = this.#gen.get(key) ?? 0;
-    return createHash('sha256').update(`${key}\n${gen}`).digest('hex').slice(0, 16);
+    const gen = this.#gen.get(key);
+    // Used: to the back of the eviction order, so a busy session's moved generation outlives idle ones.
+    if (gen !== undefined) {
+      this.#gen.delete(key);
+      this.#gen.set(key, gen);
+    }
+    return createHash('sha256')
+      .update(`${key}\n${gen ?? 0}`)
+      .digest('hex')
+      .slice(0, 16);
   }
 
   /** The exit of this session through this gateway was banned: its next attempt takes the next one. */

@@ -24,7 +24,7 @@ describe('session terms', () => {
   it('tells when a session leaves its proxy (term, fault, ended), not when the proxy is only unusable for now', () => {
     const { table, down, pick, members } = setup();
     const left: string[] = [];
-    table.onRelease = (key, had) => left.push(`${key}:${had.record.id}`);
+    table.onRelease = (key, had, why) => left.push(`${key}:${had.record.id}:${why}`);
     const terms = { idleMs: 60_000, maxMs: 0, maxRequests: 2 };
     const first = pick('s', terms);
     down.add(first ?? '');
@@ -34,7 +34,7 @@ describe('session terms', () => {
     down.clear();
     pick('s', terms);
     pick('s', terms);
-    assert.deepEqual(left, [`s:${other}`], 'its term served');
+    assert.deepEqual(left, [`s:${other}:term`], 'its term served');
     const now = pick('t', terms);
     table.record(members.find((m) => m.record.id === now) as ProxyEntry, {
       ok: false,
@@ -42,9 +42,10 @@ describe('session terms', () => {
       proxyFault: true,
     });
     pick('t', terms);
-    assert.equal(left.at(-1), `t:${now}`, 'its proxy failed');
+    assert.equal(left.at(-1), `t:${now}:fault`, 'its proxy failed');
     table.end('t');
-    assert.equal(left.length, 3, 'ended');
+    assert.equal(left.length, 3);
+    assert.match(left.at(-1) ?? '', /:ended$/);
   });
 
   it('max_requests: rotates to another proxy every N picks', () => {

@@ -63,6 +63,12 @@ function splitKey(key: string): { id: string; host: string | null } {
  * proxy-fault outcome), is not usable now (breaker, exclusion, a ban unless `keep` allows it), left the
  * pool, or when the terms say it has served long enough (max age, max requests: rotate every N).
  */
+/**
+ * Why a session left its proxy: its term was served, its proxy failed (a fault counted against the proxy,
+ * which every session pinned to it sees) or left the pool, or the session was ended.
+ */
+export type Release = 'term' | 'fault' | 'ended';
+
 export class SessionTable {
   private readonly now: () => number;
   private readonly defaults: SessionTerms;
@@ -79,7 +85,7 @@ export class SessionTable {
    * ended here, with the proxy it had: a gateway's provider session moves on with it
    * (outbound/gateways.ts), or the session would get its old exit back from the same gateway.
    */
-  onRelease: ((key: string, had: ProxyEntry) => void) | null = null;
+  onRelease: ((key: string, had: ProxyEntry, why: Release) => void) | null = null;
 
   constructor(deps: SessionDeps) {
     this.now = deps.now;
@@ -117,7 +123,7 @@ export class SessionTable {
       }
       // Its term is over or its proxy failed: the session leaves it (a proxy only unusable for now, at its
       // cap or cooling or left out by this call's retries, is not left: the session may come back to it).
-      if (served || !this.holds(pin)) this.onRelease?.(key, pin.entry);
+      if (served || !this.holds(pin)) this.onRelease?.(key, pin.entry, served ? 'term' : 'fault');
       // After a failure or a full term, prefer any other proxy; the old one only when it is the last one.
       if (served || this.faulted(pin)) return this.repin(key, ok, fresh, terms, pin.entry, now);
     }
@@ -196,7 +202,7 @@ export class SessionTable {
     for (const [key, pin] of [...this.sessions]) {
       if (key === id || key.startsWith(prefix)) {
         this.sessions.delete(key);
-        if (!remote) this.onRelease?.(key, pin.entry);
+        if (!remote) this.onRelease?.(key, pin.entry, 'ended');
         n++;
       }
     }
