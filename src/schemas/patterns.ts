@@ -129,9 +129,12 @@ export function corsOriginPattern(allowWildcard: boolean): string {
   return allowWildcard ? `^(?:\\*|${origin})$` : `^${origin}$`;
 }
 
-/** Header names are RFC 9110 tokens; values carry no CR, LF or NUL (checkHeaders in routes/request.ts). */
+/**
+ * Header names are RFC 9110 tokens; values are RFC 9110 field values: tab, space, visible ASCII and
+ * obs-text (0x80-0xFF), what can go on the wire (and what undici sends) (checkHeaders in routes/request.ts).
+ */
 export const HEADER_NAME_PATTERN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
-export const HEADER_VALUE_PATTERN = '^[^\\r\\n\\u0000]*$';
+export const HEADER_VALUE_PATTERN = '^[\\t\\u0020-\\u007e\\u0080-\\u00ff]*$';
 
 /** Standard base64 with its padding, as `POST request` decodes a body with `body_encoding: base64`. */
 export const BASE64_PATTERN = '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$';

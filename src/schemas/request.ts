@@ -12,7 +12,7 @@ export const TARGET_REFUSED: DescribedStatus = {
 
 export const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 
-/** Headers for the target: RFC 9110 token names, values without CR, LF or NUL. */
+/** Headers for the target: RFC 9110 token names and field values (patterns.ts). */
 const TargetHeaders = Type.Unsafe<Record<string, string>>({
   type: 'object',
   propertyNames: { pattern: HEADER_NAME_PATTERN },

@@ -39,7 +39,7 @@ export const SourceHeadersInput = Type.Unsafe<Record<string, string>>({
   maxProperties: MAX_SOURCE_HEADERS,
   description:
     'Sent with each fetch of the list (e.g. `Authorization`), stored encrypted and never shown. RFC 9110 ' +
-    `token names, values without CR, LF or NUL, at most ${MAX_HEADERS_BYTES} bytes together; not Host, ` +
+    `token names, RFC 9110 field values (tab, space, visible ASCII, 0x80-0xFF), at most ${MAX_HEADERS_BYTES} bytes together; not Host, ` +
     `Content-Length, Transfer-Encoding or hop-by-hop headers. \`${KEPT}\` keeps the value stored under ` +
     'the same source and header name',
 });

@@ -26,7 +26,8 @@ const RotateAnswer = Type.Object({
 });
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const BAD_VALUE = /[\0\r\n]/;
+/** Outside an RFC 9110 field value (patterns.ts HEADER_VALUE_PATTERN). */
+const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 function invalid(code: 'INVALID_URL' | 'VALIDATION_ERROR', message: string, item: DetailItem): RotaError {
   return new RotaError(code, message, { details: [item], detail: [item] });
@@ -37,7 +38,7 @@ function checkHeaders(headers: Record<string, string>): void {
     if (!TOKEN.test(name) || BAD_VALUE.test(value)) {
       throw invalid('VALIDATION_ERROR', 'Invalid header', {
         loc: ['body', 'headers', name.slice(0, 64)],
-        msg: 'Header names must be tokens and values must not contain CR, LF or NUL',
+        msg: 'Header names must be tokens; values may hold tab, space, visible ASCII and 0x80-0xFF only',
         type: 'value_error',
         input: null,
         ctx: {},
