@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -104,7 +104,7 @@ describe('rota under the system Node', { skip: old ? false : `${SYSTEM_NODE} is 
     assert.equal(usage.code, 2);
   });
 
-  test('a SIGTERM to rota stops the command it runs (a supervisor stopping `rota serve`)', async () => {
+  test('a SIGTERM to rota stops the command it runs (a supervisor stopping `rota serve`)', async (t) => {
     const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ROTA_')));
     const port = await freePort();
     const child = spawn(SYSTEM_NODE, [BIN, 'serve'], {
@@ -125,11 +125,24 @@ describe('rota under the system Node', { skip: old ? false : `${SYSTEM_NODE} is 
         (r) => r.ok,
         () => false,
       );
+    // Whatever happens, nothing this test started runs on: the child, and the server under it (taken
+    // while it runs: once the child is gone an orphan is no longer found under it).
+    let started: number[] = [];
+    t.after(() => {
+      for (const pid of started) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+    });
     let up = false;
     for (let i = 0; i < 300 && !up; i++) {
       up = await ready();
       if (!up) await new Promise((r) => setTimeout(r, 100));
     }
+    started = descendants(child.pid ?? 0);
     assert.ok(up, 'rota serve answers /ready');
     child.kill('SIGTERM');
     assert.equal(await closed, 0, 'the server’s clean stop, its exit code passed through');
@@ -141,3 +154,19 @@ describe('rota under the system Node', { skip: old ? false : `${SYSTEM_NODE} is 
     assert.ok(down, 'the server under it stopped too (before, it ran on as an orphan holding its ports)');
   });
 });
+
+/** `pid` and every process under it, now (read from /proc). */
+function descendants(pid: number): number[] {
+  if (pid === 0) return [];
+  let kids: number[] = [];
+  try {
+    kids = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+  return [pid, ...kids.flatMap(descendants)];
+}

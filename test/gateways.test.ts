@@ -239,6 +239,12 @@ describe('a provider gateway', () => {
       false,
       'the gateway itself is not cooling',
     );
+    const host = (await t.app.inject({ url: '/api/v1/hosts/127.0.0.2' })).json() as {
+      data: { proxies: { proxy_id: string; cooling_until: number | null }[] };
+    };
+    const row = host.data.proxies.find((p) => p.proxy_id === id);
+    assert.ok(row);
+    assert.equal(row.cooling_until, null, 'GET hosts/{host} does not show the gateway cooling');
     const next = await api({ url: site.urlA('/r'), session_id: 'told' });
     assert.equal(next.attempts, 1);
     assert.notEqual(lastExit()?.session, seen.session, 'the session moved to the next provider session');

@@ -1,3 +1,4 @@
+import { banHost } from '../bans/judge.ts';
 import type { BreakerRegistry } from '../breaker/registry.ts';
 import type { ProxyEntry } from '../pool/pool.ts';
 import { poolEmptyError } from './call-error.ts';
@@ -27,7 +28,8 @@ export interface RotateDeps {
  * the call that follows with that session gets the same proxy. PROXY_POOL_EMPTY when there is none.
  */
 export function rotatePick(d: RotateDeps, q: RotateQuestion): { entry: ProxyEntry; policy: string | null } {
-  const host = q.host?.toLowerCase();
+  // Named as a call names it (lower case, no trailing dot): the same rule, pin and cool-downs.
+  const host = q.host === undefined ? undefined : banHost({ hostname: q.host });
   const rule = host === undefined ? null : d.prelude.ruleFor({ host, path: q.path, method: q.method });
   const id = q.session_id;
   const session = id === undefined || host === undefined ? null : d.prelude.sessionOf(id, host, rule);

@@ -1,4 +1,4 @@
-import type { CallRecord } from '../../metrics/calls.ts';
+import { type CallRecord, ownFault } from '../../metrics/calls.ts';
 import { type Held, SpaceSaving } from './sketch.ts';
 import { SLOT_MS, SLOTS, SlotStats, type Totals } from './slots.ts';
 
@@ -70,7 +70,7 @@ export class HostAnalytics {
     for (const a of c.attempts) {
       const p = h.proxies.touch(a.proxyId, freshStats, clearStats).value;
       const banned = a.kind === 'banned';
-      const fault = a.outcome === 'proxy_error' || a.outcome === 'timeout';
+      const fault = ownFault(a);
       p.add(now, !banned && !fault, banned, fault, a.latencyMs);
       if (banned) ban = true;
       if (n === undefined ? a.outcome === 'success' : a.attempt === n) deliveredBan = banned;
