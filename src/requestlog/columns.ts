@@ -69,6 +69,8 @@ export class Columns {
   readonly #outcome: Uint8Array;
   /** LogEntry.told of the slot's call (0: not told yet). */
   readonly #told: Float64Array;
+  /** The slot told as `n`, at `n % capacity` (the newest `capacity` told numbers never collide). */
+  readonly #toldSlot: Int32Array;
   readonly #method: (string | undefined)[];
   readonly #host: (string | undefined)[];
   readonly #path: (string | null)[];
@@ -98,6 +100,7 @@ export class Columns {
     this.#n = new Uint8Array(capacity);
     this.#outcome = new Uint8Array(capacity);
     this.#told = new Float64Array(capacity);
+    this.#toldSlot = new Int32Array(capacity).fill(-1);
     this.#method = strings<string>();
     this.#host = strings<string>();
     this.#path = new Array<string | null>(capacity).fill(null);
@@ -265,10 +268,13 @@ export class Columns {
   /** The slot's call was told as the `n`th finished call. */
   told(slot: number, n: number): void {
     this.#told[slot] = n;
+    this.#toldSlot[n % this.capacity] = slot;
   }
 
-  toldAt(slot: number): number {
-    return this.#told[slot]!;
+  /** The slot holding the call told as `n`, or -1 when it was overwritten since (or never kept). */
+  slotOfTold(n: number): number {
+    const slot = this.#toldSlot[n % this.capacity]!;
+    return slot >= 0 && this.#told[slot] === n ? slot : -1;
   }
 
   entry(slot: number): LogEntry {

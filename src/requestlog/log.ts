@@ -241,14 +241,15 @@ export class RequestLog {
   after(told: number, f: LogFilter): LogEntry[] {
     const cols = this.#cols;
     if (cols === null || told >= this.#toldCount) return [];
-    // The ring is in the order calls began; they were told as they ended: every slot is looked at, and
-    // the newest REPLAY_MAX kept in a heap (never all of a ring of 1,000,000 collected and sorted).
-    const newest = new NewestSlots(REPLAY_MAX, (slot) => cols.toldAt(slot));
-    cols.newestFirst((slot) => {
-      if (cols.toldAt(slot) > told && cols.matches(slot, f)) newest.offer(slot);
-      return true;
-    });
-    return newest.inOrder().map((slot) => cols.entry(slot));
+    // Walked back from the last told, slot by told number (columns.ts slotOfTold): as far as the ring
+    // can reach, REPLAY_MAX found at most.
+    const out: LogEntry[] = [];
+    const stop = Math.max(told, this.#toldCount - cols.capacity);
+    for (let n = this.#toldCount; n > stop && out.length < REPLAY_MAX; n--) {
+      const slot = cols.slotOfTold(n);
+      if (slot >= 0 && cols.matches(slot, f)) out.push(cols.entry(slot));
+    }
+    return out.reverse();
   }
 
   /** A listener that throws must not fail the call that told it (this runs on the call's path). */
@@ -279,55 +280,4 @@ export function matches(e: LogEntry, f: LogFilter): boolean {
   if (f.since !== undefined && e.at < f.since) return false;
   if (f.outcome !== undefined && e.outcome() !== f.outcome) return false;
   return f.proxyId === undefined || e.usedProxy(f.proxyId);
-}
-
-/** The `k` slots of largest key seen (a min-heap by key), then read back in key order. */
-class NewestSlots {
-  readonly #heap: number[] = [];
-  readonly #k: number;
-  readonly #key: (slot: number) => number;
-
-  constructor(k: number, key: (slot: number) => number) {
-    this.#k = k;
-    this.#key = key;
-  }
-
-  offer(slot: number): void {
-    const h = this.#heap;
-    if (h.length < this.#k) {
-      h.push(slot);
-      this.#up(h.length - 1);
-    } else if (this.#key(slot) > this.#key(h[0] as number)) {
-      h[0] = slot;
-      this.#down(0);
-    }
-  }
-
-  inOrder(): number[] {
-    return [...this.#heap].sort((a, b) => this.#key(a) - this.#key(b));
-  }
-
-  #up(i: number): void {
-    const h = this.#heap;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (this.#key(h[p] as number) <= this.#key(h[i] as number)) return;
-      [h[p], h[i]] = [h[i] as number, h[p] as number];
-      i = p;
-    }
-  }
-
-  #down(i: number): void {
-    const h = this.#heap;
-    for (;;) {
-      const l = 2 * i + 1;
-      const r = l + 1;
-      let m = i;
-      if (l < h.length && this.#key(h[l] as number) < this.#key(h[m] as number)) m = l;
-      if (r < h.length && this.#key(h[r] as number) < this.#key(h[m] as number)) m = r;
-      if (m === i) return;
-      [h[m], h[i]] = [h[i] as number, h[m] as number];
-      i = m;
-    }
-  }
 }
