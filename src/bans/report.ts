@@ -1,4 +1,4 @@
-import { RotaError } from '../errors/rota-error.ts';
+import { fieldError, RotaError } from '../errors/rota-error.ts';
 import type { Cooldown } from './cooldowns.ts';
 import { type BanJudge, banHost } from './judge.ts';
 
@@ -56,10 +56,7 @@ function noSession(): RotaError {
     input: null,
     ctx: {},
   };
-  return new RotaError('VALIDATION_ERROR', 'A ban through a gateway needs the session_id', {
-    details: [item],
-    detail: [item],
-  });
+  return fieldError('VALIDATION_ERROR', 'A ban through a gateway needs the session_id', item);
 }
 
 /** One active cool-down as GET bans and MCP's bans tool list it (a gateway exit's digest when it is one). */

@@ -63,3 +63,11 @@ export class RotaError extends Error {
 export function isRotaError(err: unknown, code?: RotaErrorCode): err is RotaError {
   return err instanceof RotaError && (code === undefined || err.code === code);
 }
+
+/**
+ * A 4xx about one field of the request: `item` says where and why, in `details` and in `detail` (the
+ * validation errors' shape, docs/decisions.md).
+ */
+export function fieldError(code: RotaErrorCode, message: string, item: DetailItem): RotaError {
+  return new RotaError(code, message, { details: [item], detail: [item] });
+}

@@ -1,4 +1,4 @@
-import { RotaError } from '../errors/rota-error.ts';
+import { fieldError, RotaError } from '../errors/rota-error.ts';
 import type { CallerSignal } from '../lib/abort.ts';
 import type { DispatcherCache } from '../upstream/dispatchers.ts';
 import type { Executor } from './executor.ts';
@@ -29,7 +29,7 @@ export function parseTarget(raw: string, loc: readonly string[]): URL {
       input: null,
       ctx: {},
     };
-    throw new RotaError('INVALID_URL', 'Target URL does not parse', { details: [item], detail: [item] });
+    throw fieldError('INVALID_URL', 'Target URL does not parse', item);
   }
 }
 

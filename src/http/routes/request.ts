@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { type Static, Type } from 'typebox';
-import { type DetailItem, RotaError } from '../../errors/rota-error.ts';
+import { fieldError } from '../../errors/rota-error.ts';
 import { responseGone } from '../../lib/abort.ts';
 import { bufferedCall, parseTarget } from '../../outbound/buffered-call.ts';
 import { rotatePick } from '../../outbound/rotate.ts';
@@ -29,14 +29,10 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** Outside an RFC 9110 field value (patterns.ts HEADER_VALUE_PATTERN). */
 const BAD_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
-function invalid(code: 'INVALID_URL' | 'VALIDATION_ERROR', message: string, item: DetailItem): RotaError {
-  return new RotaError(code, message, { details: [item], detail: [item] });
-}
-
 function checkHeaders(headers: Record<string, string>): void {
   for (const [name, value] of Object.entries(headers)) {
     if (!TOKEN.test(name) || BAD_VALUE.test(value)) {
-      throw invalid('VALIDATION_ERROR', 'Invalid header', {
+      throw fieldError('VALIDATION_ERROR', 'Invalid header', {
         loc: ['body', 'headers', name.slice(0, 64)],
         msg: 'Header names must be tokens; values may hold tab, space, visible ASCII and 0x80-0xFF only',
         type: 'value_error',
@@ -51,7 +47,7 @@ function decodeBody(b: ProxiedRequestBodyT): Buffer | null {
   if (b.body === null || b.body === undefined) return null;
   if (b.body_encoding !== 'base64') return Buffer.from(b.body, 'utf8');
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b.body) || b.body.length % 4 !== 0) {
-    throw invalid('VALIDATION_ERROR', 'Body is not valid base64', {
+    throw fieldError('VALIDATION_ERROR', 'Body is not valid base64', {
       loc: ['body', 'body'],
       msg: 'Input should be valid base64',
       type: 'value_error',
